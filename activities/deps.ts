@@ -1,0 +1,30 @@
+// What the activities need from the outside world, injected once by the worker (or a test).
+import type { Pool } from '../src/db/pool';
+import type { Logger } from '../src/logger';
+import type { InboundEvent } from '../src/providers/types';
+import type { Responder } from '../src/responders/types';
+import type { TargetRegistry } from '../src/targets';
+import type { DeliveryPolicy, EffectPlan } from './types';
+
+export interface Alert {
+  kind: 'held' | 'failed' | 'reminder';
+  workflowId: string;
+  businessKey: string;
+  step?: string;
+  recommendedAction?: string;
+  errorClass?: string;
+  /** 0 for the first alert, then one more per reminder (escalation). */
+  level: number;
+}
+
+export interface ActivityDeps {
+  pool: Pool;
+  targets: TargetRegistry;
+  responder: Responder;
+  policy: DeliveryPolicy;
+  /** Routes: which effects an event asks for. */
+  plan: (event: InboundEvent) => EffectPlan[];
+  /** Delivers an alert (log, webhook); never given message text. */
+  notify: (alert: Alert) => Promise<void>;
+  logger: Logger;
+}

@@ -1,0 +1,155 @@
+// Effects under their business keys: claiming, recording results, and re-checking before a resend.
+// Every status change is a conditional UPDATE, so no step can overwrite a state it did not expect.
+import { ApplicationFailure } from '@temporalio/activity';
+import type { ActivityDeps } from './deps';
+import type { ClaimInput, ClaimResult, EffectStatus, StepPlan } from './types';
+
+export type ResultInput =
+  | { effectId: string; status: 'succeeded'; externalId: string; manual?: boolean }
+  | { effectId: string; status: 'held' | 'failed'; errorClass: string; error: string }
+  | { effectId: string; status: 'discarded'; manual: true };
+
+/** From which statuses each result may be recorded. `succeeded` is evidence and may land late. */
+const RECORDABLE_FROM: Record<ResultInput['status'], EffectStatus[]> = {
+  succeeded: ['claimed', 'sending', 'retry_wait', 'unknown', 'held', 'failed'],
+  held: ['sending', 'unknown'],
+  failed: ['claimed', 'sending', 'retry_wait', 'failed'],
+  discarded: ['held', 'failed', 'unknown'],
+};
+
+export type ResendCheck =
+  | { kind: 'ready' }
+  | { kind: 'already-sent'; externalId: string }
+  | { kind: 'wait'; detail: string };
+
+export function effectActivities({ pool, targets }: ActivityDeps) {
+  return {
+    /**
+     * Claims the business key for this workflow. A conflict is not "done": the existing row decides —
+     * ours (an earlier attempt) → carry on from its status; another workflow's → duplicate.
+     */
+    async claimEffect(input: ClaimInput): Promise<ClaimResult> {
+      const target = targets.get(input.step.target);
+      if (!target) {
+        throw ApplicationFailure.nonRetryable(
+          `no target named "${input.step.target}" is configured`,
+          'UnknownTargetError',
+        );
+      }
+      const inserted = await pool.query(
+        `INSERT INTO effects (id, target, business_key, step, step_index, integration, conversation_id, status, workflow_id, correlation_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, 'claimed', $8, $9)
+         ON CONFLICT (target, business_key) DO NOTHING`,
+        [
+          input.effectId,
+          input.step.target,
+          input.businessKey,
+          input.step.name,
+          input.stepIndex,
+          input.integration,
+          input.conversationId ?? null,
+          input.workflowId,
+          input.correlationId,
+        ],
+      );
+      if (inserted.rowCount === 1)
+        return {
+          kind: 'owned',
+          effectId: input.effectId,
+          status: 'claimed',
+          capabilities: target.capabilities,
+        };
+      const { rows } = await pool.query<{ id: string; status: EffectStatus; workflow_id: string }>(
+        'SELECT id, status, workflow_id FROM effects WHERE target = $1 AND business_key = $2',
+        [input.step.target, input.businessKey],
+      );
+      const owner = rows[0]!;
+      if (owner.workflow_id === input.workflowId) {
+        return { kind: 'owned', effectId: owner.id, status: owner.status, capabilities: target.capabilities };
+      }
+      return { kind: 'duplicate', ownerWorkflowId: owner.workflow_id, ownerStatus: owner.status };
+    },
+
+    async recordResult(input: ResultInput): Promise<{ recorded: boolean; status: EffectStatus }> {
+      const { rows } = await pool.query<{ status: EffectStatus }>(
+        `UPDATE effects SET status = $2,
+                external_id = COALESCE($3, external_id),
+                last_error_class = COALESCE($4, last_error_class),
+                last_error = COALESCE($5, last_error),
+                completed_at = CASE WHEN $2 IN ('succeeded', 'discarded') THEN now() ELSE completed_at END,
+                lease_expires_at = CASE WHEN $2 = 'held' THEN now() ELSE lease_expires_at END,
+                updated_at = now()
+          WHERE id = $1 AND status = ANY($6::text[])
+          RETURNING status`,
+        [
+          input.effectId,
+          input.status,
+          input.status === 'succeeded' ? input.externalId : null,
+          'errorClass' in input ? input.errorClass : null,
+          'error' in input ? input.error : null,
+          RECORDABLE_FROM[input.status],
+        ],
+      );
+      if (rows[0]) return { recorded: true, status: rows[0].status };
+      const current = await pool.query<{ status: EffectStatus }>('SELECT status FROM effects WHERE id = $1', [
+        input.effectId,
+      ]);
+      return { recorded: false, status: current.rows[0]?.status ?? 'discarded' };
+    },
+
+    /**
+     * Before any resend (approved or reprocess): re-read the row, look the result up again, and move
+     * the row back to retry_wait only with a conditional UPDATE once no attempt holds the lease.
+     */
+    async prepareResend(input: { effectId: string; step: StepPlan }): Promise<ResendCheck> {
+      const { rows } = await pool.query<{
+        status: EffectStatus;
+        external_id: string | null;
+        leased: boolean;
+        lease_expires_at: Date | null;
+      }>(
+        'SELECT status, external_id, lease_expires_at, lease_expires_at > now() AS leased FROM effects WHERE id = $1',
+        [input.effectId],
+      );
+      const row = rows[0];
+      if (!row)
+        throw ApplicationFailure.nonRetryable(
+          `effect ${input.effectId} does not exist`,
+          'EffectMissingError',
+        );
+      if (row.status === 'succeeded')
+        return { kind: 'already-sent', externalId: row.external_id ?? '(unknown id)' };
+      if (row.status === 'sending' && row.leased) {
+        return {
+          kind: 'wait',
+          detail: `a send attempt holds the lease until ${row.lease_expires_at?.toISOString()}; try again after it`,
+        };
+      }
+      const target = targets.get(input.step.target);
+      if (target?.lookup) {
+        const found = await target.lookup({
+          effectId: input.effectId,
+          step: input.step,
+          signal: AbortSignal.timeout(20_000),
+        });
+        if (found.found) {
+          await pool.query(
+            `UPDATE effects SET status = 'succeeded', external_id = $2, completed_at = now(), updated_at = now()
+              WHERE id = $1 AND status <> 'succeeded'`,
+            [input.effectId, found.externalId],
+          );
+          return { kind: 'already-sent', externalId: found.externalId };
+        }
+      }
+      const moved = await pool.query(
+        `UPDATE effects SET status = 'retry_wait', updated_at = now()
+          WHERE id = $1 AND status IN ('held', 'failed', 'unknown', 'sending')
+            AND (lease_expires_at IS NULL OR lease_expires_at <= now())`,
+        [input.effectId],
+      );
+      return moved.rowCount === 1
+        ? { kind: 'ready' }
+        : { kind: 'wait', detail: 'the effect changed meanwhile; look at it again' };
+    },
+  };
+}

@@ -1,0 +1,21 @@
+// The activities of the event workflow, built once per worker from their dependencies.
+import type { ActivityDeps } from './deps';
+import { effectActivities } from './effects';
+import { ledgerActivities } from './ledger';
+import { operationsActivities } from './operations';
+import { replyActivities } from './reply';
+import { sendActivities } from './send';
+
+export type { ActivityDeps, Alert } from './deps';
+
+export function createActivities(deps: ActivityDeps) {
+  return {
+    ...ledgerActivities(deps),
+    ...replyActivities(deps),
+    ...effectActivities(deps),
+    ...sendActivities(deps),
+    ...operationsActivities(deps),
+  };
+}
+
+export type Activities = ReturnType<typeof createActivities>;

@@ -1,0 +1,235 @@
+// The send protocol (DESIGN.md §3 step 5-6), in one activity: take the `sending` lease, check it
+// immediately before writing the request, call the target with our effect id as idempotency key,
+// and record what the target's answer proves. An outcome we cannot know is never retried blindly.
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { TargetError } from '../src/targets/types';
+import type { ActivityDeps } from './deps';
+import type { EffectStatus, LookupOutcome, SendInput, SendOutcome, StepPlan } from './types';
+
+/** The lease ends this long before Temporal's start-to-close timeout, so a retry finds it expired. */
+const LEASE_MARGIN_MS = 1000;
+/** The lease must still have this long to run when the request is written. */
+const WRITE_MARGIN_MS = 200;
+
+/** Exponential backoff from 1 s, capped at 10 min, never sooner than Retry-After, plus up to 20 % jitter (Temporal adds none). */
+export function retryDelayMs(attempt: number, retryAfterMs?: number, random = Math.random): number {
+  const exponential = Math.min(1000 * 2 ** Math.max(0, attempt - 1), 600_000);
+  const base = Math.max(exponential, retryAfterMs ?? 0);
+  return Math.round(base + base * 0.2 * random());
+}
+
+type Lease = { kind: 'lease'; token: number; expiresAt: Date } | { kind: 'outcome'; outcome: SendOutcome };
+
+export function sendActivities({ pool, targets, logger }: ActivityDeps) {
+  /** Marks the row `sending` under a new lease, or says why this attempt must not send. */
+  async function takeLease(effectId: string, leaseMs: number, idempotent: boolean): Promise<Lease> {
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      const { rows } = await client.query<{
+        status: EffectStatus;
+        attempts: number;
+        external_id: string | null;
+        leased: boolean;
+        lease_expires_at: Date | null;
+      }>(
+        'SELECT status, attempts, external_id, lease_expires_at, lease_expires_at > now() AS leased FROM effects WHERE id = $1 FOR UPDATE',
+        [effectId],
+      );
+      const row = rows[0];
+      if (!row)
+        throw ApplicationFailure.nonRetryable(`effect ${effectId} does not exist`, 'EffectMissingError');
+      const unknown = (reason: string): Lease => ({
+        kind: 'outcome',
+        outcome: {
+          result: 'unknown',
+          reason,
+          leaseExpiresAt: (row.lease_expires_at ?? new Date()).toISOString(),
+          attempts: row.attempts,
+        },
+      });
+      switch (row.status) {
+        case 'succeeded':
+          await client.query('COMMIT');
+          return {
+            kind: 'outcome',
+            outcome: { result: 'succeeded', externalId: row.external_id ?? '', attempts: row.attempts },
+          };
+        case 'sending':
+          if (row.leased) {
+            // A previous attempt may still be running (stalled worker): wait for its lease to end.
+            await client.query('ROLLBACK');
+            const leftMs = (row.lease_expires_at?.getTime() ?? Date.now()) - Date.now();
+            throw ApplicationFailure.create({
+              message: 'an earlier send attempt still holds the lease',
+              type: 'LeaseHeldError',
+              nextRetryDelay: Math.max(leftMs, 0) + LEASE_MARGIN_MS,
+            });
+          }
+          if (!idempotent) {
+            // The earlier attempt may have reached the target: its outcome is unknown.
+            await client.query(`UPDATE effects SET status = 'unknown', updated_at = now() WHERE id = $1`, [
+              effectId,
+            ]);
+            await client.query('COMMIT');
+            return unknown('an earlier attempt ended without recording its result: it may have been sent');
+          }
+          break;
+        case 'unknown':
+          if (!idempotent) {
+            await client.query('COMMIT');
+            return unknown('the outcome of an earlier attempt is unknown');
+          }
+          break;
+        case 'claimed':
+        case 'retry_wait':
+          break;
+        default:
+          await client.query('ROLLBACK');
+          throw ApplicationFailure.nonRetryable(
+            `effect is ${row.status}: not sendable`,
+            'EffectNotSendableError',
+          );
+      }
+      const taken = await client.query<{ attempts: number; lease_expires_at: Date }>(
+        `UPDATE effects SET status = 'sending', attempts = attempts + 1, lease_attempt = attempts + 1,
+                lease_expires_at = now() + $2 * interval '1 millisecond', next_attempt_at = NULL, updated_at = now()
+          WHERE id = $1 RETURNING attempts, lease_expires_at`,
+        [effectId, leaseMs],
+      );
+      await client.query('COMMIT');
+      return { kind: 'lease', token: taken.rows[0]!.attempts, expiresAt: taken.rows[0]!.lease_expires_at };
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  /** Remaining lease in ms (PostgreSQL's clock), or 0 when this attempt no longer owns it. */
+  async function leaseLeft(effectId: string, token: number): Promise<number> {
+    const { rows } = await pool.query<{ left_ms: number }>(
+      `SELECT EXTRACT(EPOCH FROM (lease_expires_at - now())) * 1000 AS left_ms FROM effects
+        WHERE id = $1 AND status = 'sending' AND lease_attempt = $2`,
+      [effectId, token],
+    );
+    return Math.max(0, Number(rows[0]?.left_ms ?? 0));
+  }
+
+  /** Updates the row only while this attempt still owns it. */
+  async function settle(effectId: string, token: number, set: string, values: unknown[] = []): Promise<void> {
+    await pool.query(
+      `UPDATE effects SET ${set}, updated_at = now() WHERE id = $1 AND lease_attempt = $2 AND status = 'sending'`,
+      [effectId, token, ...values],
+    );
+  }
+
+  return {
+    async send(input: SendInput): Promise<SendOutcome> {
+      const { info } = Context.current();
+      const target = targets.get(input.step.target);
+      if (!target)
+        throw ApplicationFailure.nonRetryable(`no target named "${input.step.target}"`, 'UnknownTargetError');
+      const idempotent = target.capabilities.idempotencyKey;
+      const lease = await takeLease(
+        input.effectId,
+        Math.max(info.startToCloseTimeoutMs - LEASE_MARGIN_MS, 1000),
+        idempotent,
+      );
+      if (lease.kind === 'outcome') return lease.outcome;
+      const { token } = lease;
+      const log = logger.child({ effectId: input.effectId, target: target.name, attempt: token });
+
+      // The lease check and the request write must be as close as possible: a stalled attempt
+      // that wakes up after its lease expired must not write (the retry already moved on).
+      const left = await leaseLeft(input.effectId, token);
+      if (left < WRITE_MARGIN_MS) {
+        log.warn('lease expired before the request was written: not sending');
+        throw ApplicationFailure.create({
+          message: 'lease expired before the request was written',
+          type: 'LeaseExpiredError',
+        });
+      }
+      try {
+        const { externalId } = await target.send({
+          effectId: input.effectId,
+          step: input.step,
+          body: input.body,
+          signal: AbortSignal.timeout(Math.floor(left - WRITE_MARGIN_MS)),
+        });
+        // A late answer still counts as evidence that it was sent, whatever happened to the lease.
+        await pool.query(
+          `UPDATE effects SET status = 'succeeded', external_id = $2, completed_at = now(), updated_at = now(),
+                  lease_expires_at = now(), last_error_class = NULL, last_error = NULL
+            WHERE id = $1 AND status NOT IN ('succeeded', 'discarded')`,
+          [input.effectId, externalId],
+        );
+        log.info('sent');
+        return { result: 'succeeded', externalId, attempts: token };
+      } catch (err) {
+        const classified =
+          err instanceof TargetError
+            ? err
+            : new TargetError('unknown', `unexpected error while sending: ${(err as Error).message}`);
+        log.warn({ errorClass: classified.errorClass, error: classified.message }, 'send failed');
+        if (classified.errorClass === 'retryable' || (classified.errorClass === 'unknown' && idempotent)) {
+          // Known not applied, or the target dedupes on our key: the next attempt resends with the same key.
+          const delay = retryDelayMs(info.attempt, classified.details.retryAfterMs);
+          await settle(
+            input.effectId,
+            token,
+            `status = 'retry_wait', lease_expires_at = now(), next_attempt_at = now() + $3 * interval '1 millisecond',
+             last_error_class = $4, last_error = $5`,
+            [delay, classified.errorClass, classified.message],
+          );
+          throw ApplicationFailure.create({
+            message: classified.message,
+            type: 'RetryableTargetError',
+            nextRetryDelay: delay,
+          });
+        }
+        if (classified.errorClass === 'permanent') {
+          const fix = classified.details.fix ?? 'fix the cause, then reprocess';
+          await settle(
+            input.effectId,
+            token,
+            `status = 'failed', lease_expires_at = now(), last_error_class = 'permanent', last_error = $3`,
+            [classified.message],
+          );
+          return {
+            result: 'failed',
+            errorClass: 'permanent',
+            error: classified.message,
+            fix,
+            attempts: token,
+          };
+        }
+        // Unknown: this attempt is over (it saw the failure), so it ends its own lease now.
+        await settle(
+          input.effectId,
+          token,
+          `status = 'unknown', lease_expires_at = now(), last_error_class = 'unknown', last_error = $3`,
+          [classified.message],
+        );
+        return {
+          result: 'unknown',
+          reason: classified.message,
+          leaseExpiresAt: new Date().toISOString(),
+          attempts: token,
+        };
+      }
+    },
+
+    /** Asks the target whether our effect is already there (by effect id / reference). */
+    async lookup(input: { effectId: string; step: StepPlan }): Promise<LookupOutcome> {
+      const target = targets.get(input.step.target);
+      if (!target?.lookup) return { found: false };
+      return target.lookup({
+        effectId: input.effectId,
+        step: input.step,
+        signal: AbortSignal.timeout(20_000),
+      });
+    },
+  };
+}

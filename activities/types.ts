@@ -1,0 +1,90 @@
+// The data that crosses between the event workflow and its activities. Types only: the workflow
+// imports this file as types, so it stays out of the workflow bundle.
+
+/** What a target promises; the workflow picks the unknown-outcome path from it. */
+export interface TargetCapabilities {
+  /** The target de-duplicates on our idempotency key, so a resend with the same key is safe. */
+  idempotencyKey: boolean;
+  /** The target can tell whether our effect already happened (by effect id or reference). */
+  lookup: boolean;
+  /** How long a committed effect may stay invisible to lookup. */
+  consistencyDelayMs: number;
+}
+
+export type ErrorClass = 'retryable' | 'permanent' | 'unknown';
+
+/** One step of an effect: one request to one target. */
+export interface StepPlan {
+  name: string;
+  target: string;
+  /** Target-specific destination (channel and thread, conversation, URL template values). */
+  destination: Record<string, string>;
+  /** `reply`: the responder writes the text once. `payload`: a body mapped from the event. */
+  content: { kind: 'reply' } | { kind: 'payload'; body: unknown };
+}
+
+/** One business operation that must happen exactly once, keyed by its business key. */
+export interface EffectPlan {
+  integration: string;
+  /** Unique per business operation: chat (channel, conversation, source message, reply kind); order (shop, order, unit, operation). */
+  businessKey: string;
+  conversationId?: string;
+  steps: StepPlan[];
+}
+
+/** Knobs of the protocol that operators may tune per deployment (worker config). */
+export interface DeliveryPolicy {
+  /** Send attempts for retryable errors, and their total time budget. */
+  maxAttempts: number;
+  maxElapsedMs: number;
+  /** The send attempt's lease: its start-to-close timeout. */
+  sendTimeoutMs: number;
+  /** Reminder delays while held; the last one repeats. */
+  reminderScheduleMs: number[];
+  /** How long failed work waits for `reprocess` or `discard` before the workflow closes as failed. */
+  failedParkMs: number;
+}
+
+export interface Plan {
+  effects: EffectPlan[];
+  policy: DeliveryPolicy;
+}
+
+export type EffectStatus =
+  | 'claimed'
+  | 'sending'
+  | 'retry_wait'
+  | 'unknown'
+  | 'held'
+  | 'succeeded'
+  | 'failed'
+  | 'discarded';
+
+export interface ClaimInput {
+  effectId: string;
+  workflowId: string;
+  correlationId: string;
+  integration: string;
+  businessKey: string;
+  conversationId?: string;
+  step: StepPlan;
+  stepIndex: number;
+}
+
+export type ClaimResult =
+  | { kind: 'owned'; effectId: string; status: EffectStatus; capabilities: TargetCapabilities }
+  | { kind: 'duplicate'; ownerWorkflowId: string; ownerStatus: EffectStatus };
+
+export interface SendInput {
+  effectId: string;
+  step: StepPlan;
+  /** The prepared reply or mapped body: the same bytes on every attempt. */
+  body: { text?: string; json?: unknown };
+}
+
+export type SendOutcome =
+  | { result: 'succeeded'; externalId: string; attempts: number }
+  | { result: 'failed'; errorClass: 'permanent'; error: string; fix: string; attempts: number }
+  | { result: 'unknown'; reason: string; leaseExpiresAt: string; attempts: number };
+
+export type LookupOutcome = { found: true; externalId: string } | { found: false };

@@ -1,0 +1,79 @@
+// The `replyflow` command. `start` runs everything on embedded defaults; `receiver` and `worker` run
+// one role against configured servers. Operator commands are added beside these.
+import { Command } from 'commander';
+import { ConfigError, loadConfig } from '../config';
+import { launch } from '../launcher';
+import { createLogger } from '../logger';
+
+function runRole(role: 'all' | 'receiver' | 'worker') {
+  return async () => {
+    let config: ReturnType<typeof loadConfig>;
+    try {
+      config = loadConfig();
+    } catch (err) {
+      if (err instanceof ConfigError) {
+        console.error(err.message);
+        process.exit(2);
+      }
+      throw err;
+    }
+    const logger = createLogger(config.LOG_LEVEL);
+    let running: Awaited<ReturnType<typeof launch>>;
+    try {
+      running = await launch(config, logger, role);
+    } catch (err) {
+      console.error(`replyflow: ${(err as Error).message}`);
+      process.exit(1);
+    }
+    const { urls } = running;
+    const lines = [
+      urls.receiver &&
+        `  receiver      ${urls.receiver}  (POST /webhooks/<provider>, /healthz, /readyz, /metrics)`,
+      urls.sandbox && `  sandbox page  ${urls.sandbox}`,
+      urls.temporalUi && `  Temporal UI   ${urls.temporalUi}`,
+      `  Temporal      ${urls.temporal}`,
+      `  PostgreSQL    ${urls.database}`,
+    ].filter(Boolean);
+    console.log(
+      `replyflow is running (${role === 'all' ? 'everything' : role}):\n${lines.join('\n')}\nPress Ctrl-C to stop.`,
+    );
+    let stopping = false;
+    const shutdown = async (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      console.log(`replyflow: ${signal}, stopping…`);
+      await running.stop();
+      process.exit(0);
+    };
+    process.once('SIGINT', () => void shutdown('SIGINT'));
+    process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  };
+}
+
+export function buildProgram(): Command {
+  const program = new Command('replyflow').description(
+    'Webhooks in, exactly one reply or side effect out, or a human decides (on Temporal).',
+  );
+  program
+    .command('start')
+    .description('run everything; embeds Temporal and PostgreSQL when their addresses are unset')
+    .action(runRole('all'));
+  program
+    .command('receiver')
+    .description('run the webhook receiver against TEMPORAL_ADDRESS and DATABASE_URL')
+    .action(runRole('receiver'));
+  program
+    .command('worker')
+    .description('run a worker against TEMPORAL_ADDRESS and DATABASE_URL')
+    .action(runRole('worker'));
+  return program;
+}
+
+if (require.main === module || process.env.REPLYFLOW_CLI === '1') {
+  buildProgram()
+    .parseAsync(process.argv)
+    .catch((err) => {
+      console.error(`replyflow: ${(err as Error).message}`);
+      process.exit(1);
+    });
+}

@@ -1,0 +1,154 @@
+// The environment, read once at start-up and validated as a whole: every problem is listed at once,
+// empty strings count as unset, and nothing else in the code reads process.env for settings.
+import { z } from 'zod';
+
+const optional = z.string().min(1).optional();
+const url = z.url().optional();
+const port = z.coerce.number().int().min(0).max(65535);
+
+/** `source=whsec_…,source2=whsec_…` → { source: 'whsec_…', … } */
+const standardWebhooksSecrets = z
+  .string()
+  .optional()
+  .transform((value, ctx) => {
+    const secrets: Record<string, string> = {};
+    if (!value) return secrets;
+    for (const entry of value.split(',')) {
+      const [source, secret] = entry.split('=').map((part) => part.trim());
+      if (!source || !secret || !/^[a-z0-9][a-z0-9_-]*$/i.test(source)) {
+        ctx.addIssue({
+          code: 'custom',
+          message: 'expected source=whsec_… pairs separated by commas (source: letters, digits, - and _)',
+        });
+        return z.NEVER;
+      }
+      secrets[source] = secret;
+    }
+    return secrets;
+  });
+
+const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `500ms`, `30s`, `15m`, `4h`, `7d` → milliseconds. */
+export function parseDuration(value: string): number | undefined {
+  const match = /^(\d+)(ms|s|m|h|d)$/.exec(value.trim());
+  return match ? Number(match[1]) * UNITS[match[2]!]! : undefined;
+}
+
+const duration = (fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((value, ctx) => {
+      const ms = parseDuration(value);
+      if (ms === undefined) {
+        ctx.addIssue({ code: 'custom', message: 'expected a duration such as 500ms, 30s, 15m, 4h or 7d' });
+        return z.NEVER;
+      }
+      return ms;
+    });
+
+const durations = (fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((value, ctx) => {
+      const list = value.split(',').map(parseDuration);
+      if (list.some((ms) => ms === undefined)) {
+        ctx.addIssue({
+          code: 'custom',
+          message: 'expected durations separated by commas, e.g. 15m,1h,4h,24h',
+        });
+        return z.NEVER;
+      }
+      return list as number[];
+    });
+
+const encryptionKey = z
+  .string()
+  .optional()
+  .refine((v) => v === undefined || Buffer.from(v, 'base64').length === 32, {
+    message: 'must be 32 bytes, base64-encoded (e.g. `openssl rand -base64 32`)',
+  });
+
+export const configSchema = z.object({
+  PORT: port.default(3000),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  REPLYFLOW_DATA_DIR: z.string().default('.data'),
+  /** Unset → the launcher starts an embedded `temporal server start-dev`. */
+  TEMPORAL_ADDRESS: optional,
+  TEMPORAL_NAMESPACE: z.string().default('default'),
+  TEMPORAL_TASK_QUEUE: z.string().default('replyflow'),
+  TEMPORAL_UI_PORT: port.default(8233),
+  /** Unset → the launcher starts an embedded PostgreSQL. */
+  DATABASE_URL: optional,
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(500).default(10),
+  /** AES-256-GCM key for payloads in Temporal history; the launcher generates one under the data dir if unset. */
+  REPLYFLOW_ENCRYPTION_KEY: encryptionKey,
+  /** Largest webhook body accepted, in bytes (413 above). */
+  WEBHOOK_BODY_LIMIT: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(1024 * 1024),
+  /** Deadline for the durable start before the receiver answers 503 (below every sender's ack deadline). */
+  WEBHOOK_START_DEADLINE_MS: z.coerce.number().int().min(50).default(1500),
+  SLACK_SIGNING_SECRET: optional,
+  SLACK_BOT_TOKEN: optional,
+  SLACK_API_URL: z.url().default('https://slack.com/api/'),
+  LINE_CHANNEL_SECRET: optional,
+  LINE_CHANNEL_ACCESS_TOKEN: optional,
+  LINE_API_URL: z.url().default('https://api.line.me'),
+  GITHUB_WEBHOOK_SECRET: optional,
+  GITHUB_TOKEN: optional,
+  GITHUB_API_URL: z.url().default('https://api.github.com'),
+  STRIPE_WEBHOOK_SECRET: optional,
+  STANDARD_WEBHOOKS_SECRETS: standardWebhooksSecrets,
+  /** The sandbox (demo channel) signs its webhooks Standard-Webhooks style with this secret. */
+  SANDBOX_WEBHOOK_SECRET: z.string().default('whsec_cmVwbHlmbG93LXNhbmRib3gtZGV2LXNlY3JldA=='),
+  /** Where the worker reaches the sandbox target API; defaults to this receiver's own /sandbox/api. */
+  SANDBOX_API_URL: url,
+  /** Send attempts for retryable errors, and their total time budget. */
+  SEND_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(8),
+  SEND_MAX_ELAPSED: duration('1h'),
+  /** One send attempt's timeout, which is also its lease on the effect row. */
+  SEND_TIMEOUT: duration('30s'),
+  /** Reminder delays while work is held; the last one repeats. */
+  HELD_REMINDERS: durations('15m,1h,4h,24h'),
+  /** How long failed work waits for reprocess or discard before its workflow closes as failed. */
+  FAILED_PARK: duration('7d'),
+  /** Where held/failed alerts are POSTed as JSON (e.g. a Slack incoming webhook); unset: log only. */
+  ALERT_WEBHOOK_URL: url,
+  /** The Temporal Web UI, for links in alerts and on the sandbox page. */
+  TEMPORAL_UI_URL: url,
+  /** An FAQ file (JSON) for the default responder; unset: the built-in FAQ. */
+  RESPONDER_FAQ_FILE: optional,
+  /** Set to `false` to disable the sandbox provider, page and target. */
+  SANDBOX_ENABLED: z
+    .enum(['true', 'false'])
+    .default('true')
+    .transform((v) => v === 'true'),
+});
+
+export type Config = z.infer<typeof configSchema>;
+
+/** Thrown when the environment is invalid; lists every problem, never a secret's value. */
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const relevant: Record<string, string | undefined> = {};
+  for (const key of Object.keys(configSchema.shape)) {
+    const value = env[key];
+    relevant[key] = value === undefined || value.trim() === '' ? undefined : value;
+  }
+  const parsed = configSchema.safeParse(relevant);
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`));
+  }
+  return parsed.data;
+}

@@ -1,0 +1,101 @@
+// `replyflow start`: the whole system on one machine. What is not configured is started embedded
+// (a Temporal dev server with its Web UI, a real PostgreSQL), all under the data dir so a second
+// start reuses it. Whatever fails, everything already started is stopped again.
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import type { Config } from './config';
+import { migrate } from './db/migrate';
+import { createPool, type Pool } from './db/pool';
+import { startEmbeddedPostgres } from './embedded/postgres';
+import type { Logger } from './logger';
+import { startReceiver } from './receiver';
+import { resolveEncryptionKey } from './temporal/client';
+import { startDevServer } from './temporal/dev-server';
+import { startWorker } from './worker';
+
+export interface Running {
+  urls: { receiver: string; sandbox?: string; temporalUi?: string; temporal: string; database: string };
+  stop(): Promise<void>;
+}
+
+type Role = 'all' | 'receiver' | 'worker';
+
+export async function launch(config: Config, logger: Logger, role: Role = 'all'): Promise<Running> {
+  const stops: (() => Promise<void>)[] = [];
+  const stopAll = async () => {
+    for (const stop of stops.reverse())
+      await stop().catch((err) => logger.error({ err: (err as Error).message }, 'stop failed'));
+    stops.length = 0;
+  };
+  try {
+    mkdirSync(config.REPLYFLOW_DATA_DIR, { recursive: true });
+    let databaseUrl = config.DATABASE_URL;
+    if (!databaseUrl) {
+      if (role !== 'all')
+        throw new Error(`replyflow ${role} needs DATABASE_URL (only \`replyflow start\` embeds PostgreSQL)`);
+      const pg = await startEmbeddedPostgres({ dir: path.join(config.REPLYFLOW_DATA_DIR, 'postgres') });
+      stops.push(() => pg.stop());
+      databaseUrl = pg.url;
+    }
+    const pool: Pool = createPool(databaseUrl, config.DATABASE_POOL_SIZE);
+    stops.push(() => pool.end());
+    await migrate(pool);
+
+    let temporalAddress = config.TEMPORAL_ADDRESS;
+    let temporalUi = config.TEMPORAL_UI_URL;
+    if (!temporalAddress) {
+      if (role !== 'all')
+        throw new Error(
+          `replyflow ${role} needs TEMPORAL_ADDRESS (only \`replyflow start\` embeds Temporal)`,
+        );
+      const server = await startDevServer({
+        dbFile: path.join(config.REPLYFLOW_DATA_DIR, 'temporal.sqlite'),
+        port: 7233,
+        uiPort: config.TEMPORAL_UI_PORT,
+        namespace: config.TEMPORAL_NAMESPACE,
+      });
+      stops.push(() => server.stop());
+      temporalAddress = server.address;
+      temporalUi = server.uiUrl;
+    }
+    const effective: Config = { ...config, TEMPORAL_UI_URL: temporalUi };
+    const encryptionKey = resolveEncryptionKey(config, { create: role === 'all' });
+
+    if (role !== 'receiver') {
+      const worker = await startWorker({
+        config: effective,
+        pool,
+        temporalAddress,
+        encryptionKey,
+        logger: logger.child({ role: 'worker' }),
+      });
+      stops.push(() => worker.stop());
+      worker.running.catch((err) => logger.fatal({ err: (err as Error).message }, 'worker stopped'));
+    }
+    let receiverUrl = '';
+    if (role !== 'worker') {
+      const receiver = await startReceiver({
+        config: effective,
+        pool,
+        temporalAddress,
+        encryptionKey,
+        logger: logger.child({ role: 'receiver' }),
+      });
+      stops.push(() => receiver.stop());
+      receiverUrl = receiver.url;
+    }
+    return {
+      urls: {
+        receiver: receiverUrl,
+        sandbox: receiverUrl && config.SANDBOX_ENABLED ? `${receiverUrl}/sandbox` : undefined,
+        temporalUi: temporalUi,
+        temporal: temporalAddress,
+        database: databaseUrl.replace(/\/\/[^@/]*@/, '//'),
+      },
+      stop: stopAll,
+    };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}

@@ -1,0 +1,56 @@
+// The sandbox: the built-in demo channel. Its page posts chat messages that the server side signs
+// Standard-Webhooks style with the sandbox secret, so they take exactly the path real webhooks take.
+import { z } from 'zod';
+import { SANDBOX_MODES } from '../targets/sandbox';
+import { parseJson, validate } from './parse';
+import { readWebhookId, verifyStandardWebhook } from './standard-webhooks';
+import type { ProviderResult, WebhookProvider } from './types';
+
+export const sandboxMessageSchema = z.object({
+  type: z.literal('message'),
+  conversationId: z.string().regex(/^[\w-]{1,64}$/, 'letters, digits, - and _, at most 64'),
+  messageId: z.string().regex(/^[\w-]{1,64}$/, 'letters, digits, - and _, at most 64'),
+  text: z.string().min(1).max(4000),
+  user: z.string().max(64).optional(),
+  /** Which flavour of the sandbox target answers (what it promises on an unknown outcome). */
+  target: z.enum(SANDBOX_MODES).default('sandbox'),
+  sentAt: z.iso.datetime(),
+});
+
+export type SandboxMessage = z.infer<typeof sandboxMessageSchema>;
+
+export function sandboxProvider(secret: string): WebhookProvider {
+  return {
+    name: 'sandbox',
+    contentTypes: ['application/json'],
+    verify(ctx) {
+      verifyStandardWebhook(secret, ctx);
+    },
+    parse(ctx): ProviderResult {
+      const id = readWebhookId(ctx);
+      const body = validate(sandboxMessageSchema, parseJson(ctx.rawBody));
+      return {
+        kind: 'events',
+        events: [
+          {
+            provider: 'sandbox',
+            eventId: id,
+            workflowId: `webhook:sandbox:${id}`,
+            eventType: 'message',
+            occurredAt: body.sentAt,
+            receivedAt: ctx.receivedAt.toISOString(),
+            correlationId: ctx.correlationId,
+            conversation: { id: body.conversationId, version: body.sentAt },
+            message: { id: body.messageId, text: body.text, user: body.user },
+            replyTo: {
+              target: body.target,
+              kind: 'answer',
+              destination: { conversationId: body.conversationId },
+            },
+            payload: body,
+          },
+        ],
+      };
+    },
+  };
+}

@@ -1,0 +1,95 @@
+// What every inbound provider produces: verified, validated and normalised events. The receiver knows
+// nothing provider-specific beyond this interface.
+import type { IncomingHttpHeaders } from 'node:http';
+
+/** One webhook event, normalised. It is the event workflow's input (encrypted in Temporal history). */
+export interface InboundEvent {
+  /** `slack`, `line`, `github`, `stripe`, `std.<source>` or `sandbox`. */
+  provider: string;
+  /** The provider's own event id: the dedupe key (never a body hash). */
+  eventId: string;
+  /** `webhook:<provider>:<eventId>` (GitHub: `webhook:github:<hookId>:<deliveryGuid>`). */
+  workflowId: string;
+  eventType: string;
+  /** When the provider says the event happened (ISO 8601), when it says so. */
+  occurredAt?: string;
+  receivedAt: string;
+  correlationId: string;
+  /** Sender retry information (Slack retry num/reason, LINE isRedelivery), for the ledger. */
+  redelivery?: Record<string, string | number | boolean>;
+  /** The conversation (or order) the event belongs to, with the version the provider gives. */
+  conversation?: { id: string; version?: string };
+  /** A chat message the event carries, if any: what a responder answers. */
+  message?: { id: string; text: string; user?: string };
+  /**
+   * Where the default route sends a reply: the target, the reply kind (part of the business key) and
+   * the target-specific destination (channel and thread, reply token, issue).
+   */
+  replyTo?: { target: string; kind: string; destination: Record<string, string> };
+  /** The parsed body, for routes that map provider fields into effects. */
+  payload: unknown;
+}
+
+/** What a provider's `parse` returns: events to make durable, or an immediate answer (handshakes). */
+export type ProviderResult =
+  | { kind: 'events'; events: InboundEvent[] }
+  | { kind: 'answer'; status: number; body: unknown };
+
+export interface RequestContext {
+  rawBody: Buffer;
+  headers: IncomingHttpHeaders;
+  /** Path parameters, e.g. the Standard Webhooks source. */
+  params: Record<string, string>;
+  receivedAt: Date;
+  correlationId: string;
+}
+
+export interface WebhookProvider {
+  /** The path segment under /webhooks/. */
+  readonly name: string;
+  /** Content types the provider sends (415 otherwise). */
+  readonly contentTypes: readonly string[];
+  /**
+   * Verifies the signature on the raw body and the timestamp window.
+   * @throws WebhookVerificationError for anything the request got wrong (→ 401).
+   */
+  verify(ctx: RequestContext): void;
+  /**
+   * Validates and normalises a verified body.
+   * @throws WebhookPayloadError with zod issues (→ 400).
+   */
+  parse(ctx: RequestContext): ProviderResult;
+}
+
+/** Thrown when a request's signature, timestamp or signing headers are wrong or missing (401). */
+export class WebhookVerificationError extends Error {
+  override name = 'WebhookVerificationError';
+}
+
+/** One problem in a request body, in zod's shape: path and message, never the offending value. */
+export interface PayloadIssue {
+  code: string;
+  path: (string | number)[];
+  message: string;
+}
+
+/** Thrown when a verified body is malformed or lacks a usable event id (400). */
+export class WebhookPayloadError extends Error {
+  override name = 'WebhookPayloadError';
+  constructor(
+    message: string,
+    readonly issues: PayloadIssue[] = [],
+  ) {
+    super(message);
+  }
+}
+
+export function header(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const value = headers[name.toLowerCase()];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** A 400 for a header the provider requires (e.g. an event id header) that is missing or malformed. */
+export function headerError(name: string, message: string): WebhookPayloadError {
+  return new WebhookPayloadError(message, [{ code: 'invalid_header', path: ['headers', name], message }]);
+}

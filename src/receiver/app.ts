@@ -1,0 +1,169 @@
+// The receiver: verify → validate → make durable → answer. It never calls a target, and it answers
+// 2xx only after Temporal accepted every event of the request.
+import { randomUUID } from 'node:crypto';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import type { Logger } from '../logger';
+import type { ReceiverMetrics, WebhookOutcome } from '../metrics';
+import {
+  type InboundEvent,
+  type RequestContext,
+  WebhookPayloadError,
+  type WebhookProvider,
+  WebhookVerificationError,
+} from '../providers/types';
+import { type EventStarter, type StartOutcome, TemporalUnavailableError } from './start-event';
+
+export interface ReceiverDeps {
+  providers: WebhookProvider[];
+  starter: EventStarter;
+  /** Checks each dependency; resolves to the names of those that are down. */
+  readiness: () => Promise<string[]>;
+  metrics: ReceiverMetrics;
+  logger: Logger;
+  bodyLimit: number;
+  /** Extra routers mounted on the same app (the sandbox page and target). */
+  extraRoutes?: express.Router[];
+}
+
+/** Seconds a sender should wait before redelivering when we could not make its event durable. */
+const RETRY_AFTER_SECONDS = 5;
+
+export function createReceiverApp(deps: ReceiverDeps): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  const providers = new Map(deps.providers.map((p) => [p.name, p]));
+  // The signature covers these exact bytes, so the body is kept raw; the limit applies while reading.
+  const rawParser = express.raw({ type: () => true, limit: deps.bodyLimit });
+  const readRawBody = (req: Request, res: Response) =>
+    new Promise<Buffer>((resolve, reject) =>
+      rawParser(req, res, (err?: unknown) =>
+        err ? reject(err) : resolve(Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0)),
+      ),
+    );
+
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/readyz', async (_req, res) => {
+    const down = await deps.readiness();
+    res
+      .status(down.length === 0 ? 200 : 503)
+      .json({ status: down.length === 0 ? 'ready' : 'unavailable', down });
+  });
+  app.get('/metrics', async (_req, res) => {
+    res.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());
+  });
+
+  const handle = (providerName: (req: Request) => string) => async (req: Request, res: Response) => {
+    const started = process.hrtime.bigint();
+    const name = providerName(req);
+    const provider = providers.get(name);
+    const correlationId = correlationIdOf(req);
+    const log = deps.logger.child({ correlationId, provider: name });
+    const answer = (outcome: WebhookOutcome, status: number, body: unknown) => {
+      if (provider) {
+        deps.metrics.requests.inc({ provider: name, outcome });
+        deps.metrics.ackSeconds.observe(
+          { provider: name, outcome },
+          Number(process.hrtime.bigint() - started) / 1e9,
+        );
+      }
+      res.setHeader('x-request-id', correlationId);
+      res.status(status).json(body);
+    };
+    if (!provider) return answer('invalid', 404, { error: 'unknown or disabled provider' });
+    if (!req.is(provider.contentTypes as string[])) {
+      return answer('invalid', 415, { error: `content type must be ${provider.contentTypes.join(' or ')}` });
+    }
+    const declared = Number(req.headers['content-length'] ?? 0);
+    if (declared > deps.bodyLimit)
+      return answer('invalid', 413, { error: `body over ${deps.bodyLimit} bytes` });
+
+    let rawBody: Buffer;
+    try {
+      rawBody = await readRawBody(req, res);
+    } catch (err) {
+      if ((err as { type?: string }).type === 'entity.too.large') {
+        return answer('invalid', 413, { error: `body over ${deps.bodyLimit} bytes` });
+      }
+      return answer('invalid', 400, { error: 'could not read the body' });
+    }
+    const ctx: RequestContext = {
+      rawBody,
+      headers: req.headers,
+      params: req.params as Record<string, string>,
+      receivedAt: new Date(),
+      correlationId,
+    };
+    try {
+      provider.verify(ctx);
+    } catch (err) {
+      if (!(err instanceof WebhookVerificationError)) throw err;
+      log.warn({ reason: err.message }, 'webhook rejected: signature');
+      return answer('rejected_signature', 401, { error: 'invalid signature', reason: err.message });
+    }
+    let result: ReturnType<WebhookProvider['parse']>;
+    try {
+      result = provider.parse(ctx);
+    } catch (err) {
+      if (!(err instanceof WebhookPayloadError)) throw err;
+      log.warn({ issues: err.issues.map((i) => i.path.join('.')) }, 'webhook rejected: invalid body');
+      return answer('invalid', 400, { error: err.message, issues: err.issues });
+    }
+    if (result.kind === 'answer') return answer('answered', result.status, result.body);
+
+    let outcomes: StartOutcome[];
+    try {
+      outcomes = await startAll(deps.starter, result.events);
+    } catch (err) {
+      if (!(err instanceof TemporalUnavailableError)) throw err;
+      log.error({ err: err.message }, 'webhook not durable: Temporal unavailable');
+      res.setHeader('Retry-After', String(RETRY_AFTER_SECONDS));
+      return answer('unavailable', 503, { error: 'temporarily unavailable, retry later' });
+    }
+    const accepted = outcomes.includes('accepted');
+    for (const [i, event] of result.events.entries()) {
+      log.info(
+        { workflowId: event.workflowId, eventType: event.eventType, outcome: outcomes[i] },
+        'webhook durable',
+      );
+    }
+    const status = accepted ? 'accepted' : 'duplicate';
+    if (result.events.length === 1) {
+      return answer(status, accepted ? 202 : 200, { status, workflowId: result.events[0]!.workflowId });
+    }
+    return answer(status, accepted ? 202 : 200, {
+      status,
+      workflows: result.events.map((e, i) => ({ workflowId: e.workflowId, status: outcomes[i] })),
+    });
+  };
+
+  app.post(
+    '/webhooks/std/:source',
+    handle(() => 'std'),
+  );
+  app.post(
+    '/webhooks/:provider',
+    handle((req) => String(req.params.provider)),
+  );
+  for (const router of deps.extraRoutes ?? []) app.use(router);
+
+  app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    deps.logger.error({ err: (err as Error)?.message }, 'receiver error');
+    if (!res.headersSent) res.status(500).json({ error: 'internal error' });
+  });
+  return app;
+}
+
+/** Starts every event; all must be durable before the request may be acknowledged. */
+async function startAll(starter: EventStarter, events: InboundEvent[]): Promise<StartOutcome[]> {
+  const settled = await Promise.allSettled(events.map((e) => starter.start(e)));
+  const failed = settled.find((s) => s.status === 'rejected');
+  if (failed) throw (failed as PromiseRejectedResult).reason;
+  return settled.map((s) => (s as PromiseFulfilledResult<StartOutcome>).value);
+}
+
+function correlationIdOf(req: Request): string {
+  const given = req.headers['x-request-id'];
+  return typeof given === 'string' && /^[\w.:-]{1,100}$/.test(given) ? given : randomUUID();
+}

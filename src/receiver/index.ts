@@ -1,0 +1,92 @@
+// The receiver role: the HTTP server in front of Temporal. Stateless; several can run side by side.
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Client, Connection } from '@temporalio/client';
+import type { Config } from '../config';
+import type { Pool } from '../db/pool';
+import type { Logger } from '../logger';
+import { createReceiverMetrics } from '../metrics';
+import { createProviders } from '../providers';
+import { sandboxRouter } from '../sandbox/api';
+import { dataConverter } from '../temporal/client';
+import { createReceiverApp } from './app';
+import { temporalEventStarter } from './start-event';
+
+export interface ReceiverHandle {
+  url: string;
+  port: number;
+  stop(): Promise<void>;
+}
+
+export async function startReceiver(options: {
+  config: Config;
+  pool: Pool;
+  temporalAddress: string;
+  encryptionKey: string;
+  logger: Logger;
+  /** Overrides config.PORT (tests use 0). */
+  port?: number;
+}): Promise<ReceiverHandle> {
+  const { config, pool, logger } = options;
+  // Lazy: the receiver starts (and answers 503) even while Temporal is down.
+  const connection = Connection.lazy({ address: options.temporalAddress, connectTimeout: 2000 });
+  const client = new Client({
+    connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    dataConverter: dataConverter(options.encryptionKey),
+  });
+  const port = options.port ?? config.PORT;
+  let selfUrl = `http://127.0.0.1:${port}`;
+  const app = createReceiverApp({
+    providers: createProviders(config),
+    starter: temporalEventStarter(
+      client,
+      connection,
+      config.TEMPORAL_TASK_QUEUE,
+      config.WEBHOOK_START_DEADLINE_MS,
+    ),
+    readiness: async () => {
+      const down: string[] = [];
+      await connection
+        .withDeadline(Date.now() + 1000, () => connection.workflowService.getSystemInfo({}))
+        .catch(() => down.push('temporal'));
+      await pool.query('SELECT 1').catch(() => down.push('postgres'));
+      return down;
+    },
+    metrics: createReceiverMetrics(),
+    logger,
+    bodyLimit: config.WEBHOOK_BODY_LIMIT,
+    extraRoutes: config.SANDBOX_ENABLED
+      ? [
+          sandboxRouter({
+            pool,
+            webhookSecret: config.SANDBOX_WEBHOOK_SECRET,
+            receiverUrl: () => selfUrl,
+            temporalUiUrl: config.TEMPORAL_UI_URL,
+            namespace: config.TEMPORAL_NAMESPACE,
+          }),
+        ]
+      : [],
+  });
+  const server = await new Promise<Server>((resolve, reject) => {
+    const s = app.listen(port, '0.0.0.0', (err?: Error) => (err ? reject(err) : resolve(s)));
+    s.once('error', reject);
+  }).catch((err: NodeJS.ErrnoException) => {
+    throw new Error(
+      err.code === 'EADDRINUSE'
+        ? `port ${port} is already in use: stop what holds it or set PORT to another port`
+        : `receiver could not listen on port ${port}: ${err.message}`,
+    );
+  });
+  const actual = (server.address() as AddressInfo).port;
+  selfUrl = `http://127.0.0.1:${actual}`;
+  return {
+    url: selfUrl,
+    port: actual,
+    async stop() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await connection.close();
+    },
+  };
+}

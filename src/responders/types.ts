@@ -1,0 +1,12 @@
+// A responder writes the text of a reply (seeds/000: 回答生成). It runs once per effect; its answer is
+// kept in the workflow so every retry and every approved resend sends the same text.
+import type { InboundEvent } from '../providers/types';
+
+export interface Responder {
+  answer(event: InboundEvent): Promise<string>;
+}
+
+/** Thrown when a responder's failure will not go away by retrying (bad configuration, 4xx). */
+export class PermanentResponderError extends Error {
+  override name = 'PermanentResponderError';
+}

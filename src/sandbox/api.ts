@@ -1,0 +1,176 @@
+// The sandbox target API (what the `sandbox*` targets call) and the demo page's backend. It behaves
+// like a real provider: idempotency keys (in `sandbox` mode), lookup by reference, and faults an
+// operator arms for the next send (drop the response after committing, 500, 503, 429, slow).
+import type { Socket } from 'node:net';
+import express, { type Request, type Response } from 'express';
+import { z } from 'zod';
+import type { Pool } from '../db/pool';
+import { signStandardWebhook } from '../providers/standard-webhooks';
+import { SANDBOX_CONSISTENCY_DELAY_MS, SANDBOX_MODES } from '../targets/sandbox';
+import { sandboxPage } from './page';
+
+export const SANDBOX_FAULTS = [
+  'drop-after-commit',
+  'error-500',
+  'unavailable-503',
+  'rate-limit-429',
+  'slow',
+] as const;
+export type SandboxFault = (typeof SANDBOX_FAULTS)[number];
+
+export interface SandboxOptions {
+  pool: Pool;
+  /** The secret the sandbox provider verifies; the page's messages are signed with it server-side. */
+  webhookSecret: string;
+  /** Where /webhooks/sandbox is reachable from this process (known once the server listens). */
+  receiverUrl: () => string;
+  /** How long the `slow` fault holds a reply before answering (past the send attempt's timeout). */
+  slowMs?: number;
+  /** Link target for "open in Temporal UI". */
+  temporalUiUrl?: string;
+  namespace?: string;
+}
+
+const idPattern = /^[\w-]{1,64}$/;
+const replySchema = z.object({
+  conversationId: z.string().regex(idPattern),
+  text: z.string().min(1).max(8000),
+  reference: z.string().min(1).max(200),
+  mode: z.enum(SANDBOX_MODES),
+});
+const messageSchema = z.object({
+  conversationId: z.string().regex(idPattern),
+  text: z.string().min(1).max(4000),
+  mode: z.enum(SANDBOX_MODES).default('sandbox'),
+});
+const faultSchema = z.object({
+  conversationId: z.string().regex(idPattern),
+  fault: z.enum(SANDBOX_FAULTS).nullable(),
+});
+
+export function sandboxRouter(options: SandboxOptions): express.Router {
+  const { pool } = options;
+  const router = express.Router();
+  const json = express.json({ limit: '64kb' });
+
+  router.get('/sandbox', (_req, res) => {
+    res
+      .type('html')
+      .send(sandboxPage({ temporalUiUrl: options.temporalUiUrl, namespace: options.namespace ?? 'default' }));
+  });
+
+  // The page posts here; the server signs it like a Standard Webhooks sender and delivers it.
+  router.post('/sandbox/messages', json, async (req: Request, res: Response) => {
+    const parsed = messageSchema.safeParse(req.body);
+    if (!parsed.success)
+      return void res.status(400).json({ error: 'invalid message', issues: parsed.error.issues });
+    const { conversationId, text, mode } = parsed.data;
+    const inserted = await pool.query<{ id: string }>(
+      `INSERT INTO sandbox_messages (conversation_id, author, text) VALUES ($1, 'user', $2) RETURNING id`,
+      [conversationId, text],
+    );
+    const messageId = `m${inserted.rows[0]!.id}`;
+    const body = JSON.stringify({
+      type: 'message',
+      conversationId,
+      messageId,
+      text,
+      target: mode,
+      sentAt: new Date().toISOString(),
+    });
+    const eventId = `sbx_${conversationId}_${messageId}`;
+    const delivered = await fetch(`${options.receiverUrl()}/webhooks/sandbox`, {
+      method: 'POST',
+      headers: signStandardWebhook(options.webhookSecret, eventId, body),
+      body,
+    }).catch(() => undefined);
+    if (!delivered) return void res.status(502).json({ error: 'the receiver did not answer' });
+    res.status(delivered.status).json({ messageId, receiver: await delivered.json() });
+  });
+
+  router.get('/sandbox/api/conversations/:id/messages', async (req, res) => {
+    if (!idPattern.test(req.params.id))
+      return void res.status(400).json({ error: 'invalid conversation id' });
+    const { rows } = await pool.query(
+      `SELECT id, author, text, reference, created_at AS "createdAt" FROM sandbox_messages
+        WHERE conversation_id = $1 ORDER BY id`,
+      [req.params.id],
+    );
+    const fault = await pool.query('SELECT fault FROM sandbox_faults WHERE conversation_id = $1', [
+      req.params.id,
+    ]);
+    res.json({ messages: rows, armedFault: fault.rows[0]?.fault ?? null });
+  });
+
+  router.post('/sandbox/api/faults', json, async (req, res) => {
+    const parsed = faultSchema.safeParse(req.body);
+    if (!parsed.success)
+      return void res.status(400).json({ error: 'invalid fault', issues: parsed.error.issues });
+    const { conversationId, fault } = parsed.data;
+    if (fault) {
+      await pool.query(
+        `INSERT INTO sandbox_faults (conversation_id, fault) VALUES ($1, $2)
+         ON CONFLICT (conversation_id) DO UPDATE SET fault = EXCLUDED.fault, armed_at = now()`,
+        [conversationId, fault],
+      );
+    } else {
+      await pool.query('DELETE FROM sandbox_faults WHERE conversation_id = $1', [conversationId]);
+    }
+    res.json({ conversationId, armedFault: fault });
+  });
+
+  router.post('/sandbox/api/replies', json, async (req: Request, res: Response) => {
+    const parsed = replySchema.safeParse(req.body);
+    if (!parsed.success)
+      return void res.status(400).json({ error: 'invalid reply', issues: parsed.error.issues });
+    const { conversationId, text, reference, mode } = parsed.data;
+    const key = req.get('idempotency-key');
+    const fault = await takeFault(pool, conversationId);
+    if (fault === 'rate-limit-429')
+      return void res.status(429).set('Retry-After', '2').json({ error: 'ratelimited' });
+    if (fault === 'unavailable-503')
+      return void res.status(503).json({ error: 'unavailable, not processed' });
+    if (fault === 'error-500') return void res.status(500).json({ error: 'internal error' });
+    if (mode === 'sandbox' && key) {
+      const replay = await pool.query<{ id: string }>(
+        'SELECT id FROM sandbox_messages WHERE idempotency_key = $1',
+        [key],
+      );
+      if (replay.rows[0]) return void res.status(200).json({ id: Number(replay.rows[0].id), replayed: true });
+    }
+    const delay = mode === 'sandbox-lookup' ? SANDBOX_CONSISTENCY_DELAY_MS : 0;
+    const inserted = await pool.query<{ id: string }>(
+      `INSERT INTO sandbox_messages (conversation_id, author, text, idempotency_key, reference, visible_at)
+       VALUES ($1, 'bot', $2, $3, $4, now() + $5 * interval '1 millisecond')
+       ON CONFLICT (idempotency_key) DO UPDATE SET idempotency_key = EXCLUDED.idempotency_key
+       RETURNING id`,
+      [conversationId, text, mode === 'sandbox' ? key : null, reference, delay],
+    );
+    const id = Number(inserted.rows[0]!.id);
+    if (fault === 'drop-after-commit') return void (req.socket as Socket).destroy();
+    if (fault === 'slow') await new Promise((r) => setTimeout(r, options.slowMs ?? 45_000));
+    res.status(201).json({ id });
+  });
+
+  router.get('/sandbox/api/replies', async (req, res) => {
+    const reference = String(req.query.reference ?? '');
+    if (!reference) return void res.status(400).json({ error: 'reference is required' });
+    const { rows } = await pool.query<{ id: string }>(
+      `SELECT id FROM sandbox_messages WHERE reference = $1 AND author = 'bot' AND visible_at <= now() ORDER BY id LIMIT 1`,
+      [reference],
+    );
+    if (!rows[0]) return void res.status(404).json({ error: 'not found' });
+    res.json({ id: Number(rows[0].id) });
+  });
+
+  return router;
+}
+
+/** Takes the armed fault for a conversation, if any: each switch applies to one send. */
+async function takeFault(pool: Pool, conversationId: string): Promise<SandboxFault | undefined> {
+  const { rows } = await pool.query<{ fault: SandboxFault }>(
+    'DELETE FROM sandbox_faults WHERE conversation_id = $1 RETURNING fault',
+    [conversationId],
+  );
+  return rows[0]?.fault;
+}

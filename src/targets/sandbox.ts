@@ -1,0 +1,56 @@
+// The sandbox target: replyflow's own demo API (served under /sandbox/api), in three flavours so a
+// newcomer can watch every unknown-outcome path: `sandbox` honours idempotency keys and answers
+// lookups, `sandbox-lookup` only answers lookups (after a consistency delay), `sandbox-blind` does
+// neither, so an unknown outcome there goes to held.
+import { classifyStatus, classifyTransportError } from './http-errors';
+import { type TargetAdapter, TargetError } from './types';
+
+export const SANDBOX_MODES = ['sandbox', 'sandbox-lookup', 'sandbox-blind'] as const;
+export type SandboxMode = (typeof SANDBOX_MODES)[number];
+
+/** How long a committed reply stays invisible to lookups in `sandbox-lookup` mode. */
+export const SANDBOX_CONSISTENCY_DELAY_MS = 2000;
+
+export function sandboxTarget(mode: SandboxMode, baseUrl: string): TargetAdapter {
+  const base = baseUrl.replace(/\/$/, '');
+  const capabilities = {
+    idempotencyKey: mode === 'sandbox',
+    lookup: mode !== 'sandbox-blind',
+    consistencyDelayMs: mode === 'sandbox-lookup' ? SANDBOX_CONSISTENCY_DELAY_MS : 0,
+  };
+  const adapter: TargetAdapter = {
+    name: mode,
+    capabilities,
+    async send({ effectId, step, body, signal }) {
+      let response: Response;
+      try {
+        response = await fetch(`${base}/replies`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'idempotency-key': effectId },
+          body: JSON.stringify({
+            conversationId: step.destination.conversationId,
+            text: body.text ?? '',
+            reference: effectId,
+            mode,
+          }),
+          signal,
+        });
+      } catch (err) {
+        throw classifyTransportError(err, signal);
+      }
+      if (!response.ok) throw classifyStatus(response.status, response.headers, 'sandbox');
+      const { id } = (await response.json()) as { id: number };
+      return { externalId: String(id) };
+    },
+  };
+  if (capabilities.lookup) {
+    adapter.lookup = async ({ effectId, signal }) => {
+      const response = await fetch(`${base}/replies?reference=${encodeURIComponent(effectId)}`, { signal });
+      if (response.status === 404) return { found: false };
+      if (!response.ok) throw new TargetError('retryable', `sandbox lookup failed (${response.status})`);
+      const { id } = (await response.json()) as { id: number };
+      return { found: true, externalId: String(id) };
+    };
+  }
+  return adapter;
+}

@@ -1,0 +1,59 @@
+// The outbound adapter interface: one module per target declares what the target promises and
+// classifies its errors; the orchestrator does the rest. Library-level retries are always off.
+import type { ErrorClass, StepPlan, TargetCapabilities } from '../../activities/types';
+
+export type { ErrorClass, TargetCapabilities };
+
+export interface SendRequest {
+  /** Our effect id: sent as the idempotency key (where supported) and as lookup metadata. */
+  effectId: string;
+  step: StepPlan;
+  body: { text?: string; json?: unknown };
+  /** Aborts the request when the attempt's lease runs out. */
+  signal: AbortSignal;
+}
+
+export interface LookupRequest {
+  effectId: string;
+  step: StepPlan;
+  signal: AbortSignal;
+}
+
+export interface TargetAdapter {
+  readonly name: string;
+  readonly capabilities: TargetCapabilities;
+  /** @returns the id the target gave the effect. @throws TargetError, classified. */
+  send(request: SendRequest): Promise<{ externalId: string }>;
+  /** Present when capabilities.lookup is: finds an effect already applied, by our effect id. */
+  lookup?(request: LookupRequest): Promise<{ found: true; externalId: string } | { found: false }>;
+}
+
+/** Thrown by an adapter with its classification of what went wrong. Messages never carry message text or secrets. */
+export class TargetError extends Error {
+  override name = 'TargetError';
+  constructor(
+    readonly errorClass: ErrorClass,
+    message: string,
+    readonly details: {
+      /** From Retry-After, when the target gave one. */
+      retryAfterMs?: number;
+      /** What an operator should do about a permanent error. */
+      fix?: string;
+      /** The request was never written (e.g. connection refused): safe to retry even without a key. */
+      notSent?: boolean;
+    } = {},
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Parses Retry-After (RFC 9110 §10.2.3): delay-seconds or an HTTP-date.
+ * @returns milliseconds, or undefined when absent or unreadable.
+ */
+export function parseRetryAfter(value: string | null | undefined, now = Date.now()): number | undefined {
+  if (!value) return undefined;
+  if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000;
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}

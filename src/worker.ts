@@ -1,0 +1,90 @@
+// The worker role: runs the event workflow and its activities on the task queue. Several workers can
+// share one queue; each needs the same encryption key and database.
+import path from 'node:path';
+import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
+import { type ActivityDeps, createActivities } from '../activities';
+import type { DeliveryPolicy } from '../activities/types';
+import { createNotifier } from './alerts';
+import type { Config } from './config';
+import type { Pool } from './db/pool';
+import type { Logger } from './logger';
+import { faqResponder, loadFaqFile } from './responders/faq';
+import { defaultPlans } from './routes';
+import { createTargets } from './targets';
+import { dataConverter } from './temporal/client';
+
+export const WORKFLOWS_PATH = path.resolve(__dirname, '..', 'workflows');
+
+let runtimeInstalled = false;
+/** The SDK's own logs go to stderr at WARN; ours go through pino. Installed once per process. */
+export function installRuntime(): void {
+  if (runtimeInstalled) return;
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+  runtimeInstalled = true;
+}
+
+export function deliveryPolicy(config: Config): DeliveryPolicy {
+  return {
+    maxAttempts: config.SEND_MAX_ATTEMPTS,
+    maxElapsedMs: config.SEND_MAX_ELAPSED,
+    sendTimeoutMs: config.SEND_TIMEOUT,
+    reminderScheduleMs: config.HELD_REMINDERS,
+    failedParkMs: config.FAILED_PARK,
+  };
+}
+
+export interface WorkerHandle {
+  worker: Worker;
+  /** Resolves when the worker stopped; rejects if it crashed. */
+  running: Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startWorker(options: {
+  config: Config;
+  pool: Pool;
+  temporalAddress: string;
+  encryptionKey: string;
+  logger: Logger;
+  /** Tests pass a prebuilt bundle and their own queue. */
+  workerOptions?: Partial<WorkerOptions>;
+  /** Tests replace dependencies (targets pointing at fakes, a shorter policy). */
+  deps?: Partial<ActivityDeps>;
+}): Promise<WorkerHandle> {
+  installRuntime();
+  const { config, logger } = options;
+  const connection = await NativeConnection.connect({ address: options.temporalAddress });
+  const activities = createActivities({
+    pool: options.pool,
+    targets: createTargets(config),
+    responder: faqResponder(config.RESPONDER_FAQ_FILE ? loadFaqFile(config.RESPONDER_FAQ_FILE) : undefined),
+    policy: deliveryPolicy(config),
+    plan: defaultPlans,
+    notify: createNotifier({
+      logger,
+      webhookUrl: config.ALERT_WEBHOOK_URL,
+      temporalUiUrl: config.TEMPORAL_UI_URL,
+      namespace: config.TEMPORAL_NAMESPACE,
+    }),
+    logger,
+    ...options.deps,
+  });
+  const worker = await Worker.create({
+    connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    taskQueue: config.TEMPORAL_TASK_QUEUE,
+    activities,
+    dataConverter: dataConverter(options.encryptionKey),
+    ...(options.workerOptions?.workflowBundle ? {} : { workflowsPath: WORKFLOWS_PATH }),
+    ...options.workerOptions,
+  });
+  const running = worker.run().finally(() => connection.close());
+  return {
+    worker,
+    running,
+    async stop() {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await running;
+    },
+  };
+}

@@ -1,0 +1,490 @@
+// The event workflow: one webhook event in, at most one effect per business key out, or a human
+// decides. Steps are activities with their own retry policies; the workflow owns the state machine
+// (DESIGN.md §3) and never guesses when a send's outcome is unknown.
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  allHandlersFinished,
+  condition,
+  log,
+  proxyActivities,
+  setHandler,
+  sleep,
+  upsertSearchAttributes,
+  uuid4,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import type {
+  DeliveryPolicy,
+  EffectPlan,
+  SendOutcome,
+  StepPlan,
+  TargetCapabilities,
+} from '../activities/types';
+import type { InboundEvent } from '../src/providers/types';
+import {
+  approveSignal,
+  type OperatorDecision,
+  type ReplyState,
+  reprocessSignal,
+  resolveSignal,
+  type StatusView,
+  statusQuery,
+} from './messages';
+import { actorOf, judge, type OperatorMessage, requestIdOf } from './operator';
+import {
+  Attempts,
+  BusinessKey,
+  ConversationId,
+  FailedStep,
+  Integration,
+  LastErrorClass,
+  RecommendedAction,
+  ReplyState as ReplyStateKey,
+} from './search-attributes';
+
+export interface EventResult {
+  state: ReplyState;
+  reason?: string;
+  effects: { businessKey: string; effectId?: string; externalId?: string; ownerWorkflowId?: string }[];
+}
+
+// Bookkeeping against PostgreSQL: retried until the database answers, so an outage delays work but
+// never loses it.
+const records = proxyActivities<Activities>({
+  startToCloseTimeout: '15s',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' },
+});
+const responder = proxyActivities<Activities>({
+  startToCloseTimeout: '30s',
+  retry: { initialInterval: '2s', maximumAttempts: 5, nonRetryableErrorTypes: ['PermanentResponderError'] },
+});
+const lookups = proxyActivities<Activities>({
+  startToCloseTimeout: '30s',
+  retry: { initialInterval: '2s', maximumAttempts: 5 },
+});
+const alerts = proxyActivities<Activities>({
+  startToCloseTimeout: '15s',
+  retry: { initialInterval: '2s', maximumAttempts: 5 },
+});
+
+/** Sends carry their lease: start-to-close is the lease, schedule-to-close bounds the retry budget. */
+function sender(policy: DeliveryPolicy) {
+  return proxyActivities<Activities>({
+    startToCloseTimeout: policy.sendTimeoutMs,
+    scheduleToCloseTimeout: policy.maxElapsedMs,
+    retry: {
+      initialInterval: '1s',
+      backoffCoefficient: 2,
+      maximumInterval: '10m',
+      maximumAttempts: policy.maxAttempts,
+      nonRetryableErrorTypes: ['PermanentTargetError'],
+    },
+  });
+}
+
+type Held = 'held' | 'failed';
+
+export async function handleEvent(event: InboundEvent): Promise<EventResult> {
+  const { workflowId } = workflowInfo();
+  let state: ReplyState = 'received';
+  const view: Omit<StatusView, 'state' | 'operatorHistory'> = { attempts: 0 };
+  const history: OperatorDecision[] = [];
+  const inbox: { message: OperatorMessage; arrivedIn: ReplyState }[] = [];
+  const seenRequestIds = new Set<string>();
+  let resendRequestedBy: string | undefined;
+  const results: EventResult['effects'] = [];
+
+  const receive = (message: OperatorMessage) => {
+    inbox.push({ message, arrivedIn: state });
+  };
+  setHandler(resolveSignal, (payload) => receive({ signal: 'resolve', payload }), {
+    description:
+      'Decide a held or failed item: {"action":"mark-sent"|"resend"|"discard","operator","reason","externalId"?,"requestId"?}',
+  });
+  setHandler(approveSignal, (payload) => receive({ signal: 'approve', payload }), {
+    description:
+      'Approve a pending resend (a different person from the one who asked): {"approver","reason","requestId"?}',
+  });
+  setHandler(reprocessSignal, (payload) => receive({ signal: 'reprocess', payload }), {
+    description: 'Run failed work again through the same checks: {"operator","reason","requestId"?}',
+  });
+  setHandler(statusQuery, () => ({ ...view, state, operatorHistory: history }), {
+    description:
+      'State, step, attempts, last error class, recommended action, business key and operator history',
+  });
+
+  const setState = (next: ReplyState, extra: Partial<typeof view> = {}) => {
+    state = next;
+    Object.assign(view, extra);
+    upsertSearchAttributes([
+      { key: ReplyStateKey, value: next },
+      { key: Attempts, value: view.attempts },
+      ...(view.recommendedAction ? [{ key: RecommendedAction, value: view.recommendedAction }] : []),
+      ...(view.lastErrorClass ? [{ key: LastErrorClass, value: view.lastErrorClass }] : []),
+      ...(view.step && (next === 'held' || next === 'failed') ? [{ key: FailedStep, value: view.step }] : []),
+    ]);
+  };
+
+  /** Records a message's verdict in the status view and the append-only audit log. */
+  const record = async (
+    message: OperatorMessage,
+    result: 'accepted' | 'rejected',
+    detail: string | undefined,
+    before: ReplyState,
+    after: ReplyState,
+  ) => {
+    const requestId = requestIdOf(message);
+    if (requestId) seenRequestIds.add(requestId);
+    const p = message.payload as unknown as Record<string, unknown>;
+    const action = message.signal === 'resolve' ? String(p?.action ?? '(missing)') : message.signal;
+    const decision: OperatorDecision = {
+      at: new Date().toISOString(),
+      signal: message.signal,
+      action,
+      actor: actorOf(message),
+      reason: typeof p?.reason === 'string' ? p.reason.slice(0, 500) : undefined,
+      requestId,
+      result,
+      detail,
+      stateBefore: before,
+      stateAfter: after,
+    };
+    history.push(decision);
+    await records.writeAudit({
+      actor: decision.actor,
+      approver: message.signal === 'approve' ? decision.actor : undefined,
+      action,
+      workflowId,
+      businessKey: view.businessKey,
+      stateBefore: before,
+      stateAfter: after,
+      reason: decision.reason,
+      result: result === 'accepted' ? (detail ? `accepted: ${detail}` : 'accepted') : `rejected: ${detail}`,
+      requestId,
+    });
+  };
+
+  /** Messages that arrive while nothing awaits a decision change nothing, and are recorded so. */
+  const rejectStray = async () => {
+    while (inbox.length > 0) {
+      const { message, arrivedIn } = inbox.shift()!;
+      await record(message, 'rejected', `nothing awaits a decision in state ${arrivedIn}`, state, state);
+    }
+  };
+
+  const finish = async (final: ReplyState, reason?: string): Promise<EventResult> => {
+    setState(final, { reason });
+    await records.recordOutcome({ provider: event.provider, eventId: event.eventId, outcome: final, reason });
+    await rejectStray();
+    await condition(allHandlersFinished);
+    return { state: final, reason, effects: results };
+  };
+
+  // 1. Ledger: the event id is known beyond Temporal's retention.
+  const ledger = await records.recordEvent(event);
+  if (!ledger.firstTime) return finish('duplicate', 'event already in the ledger (processed before)');
+
+  // 2. Routes: which effects this event asks for, and the delivery policy to use.
+  const plan = await records.planEffects(event);
+  if (plan.effects.length === 0) return finish('succeeded', 'no route produces an effect for this event');
+  setState('processing');
+
+  for (const effect of plan.effects) {
+    const outcome = await runEffect(effect, plan.policy);
+    if (outcome !== 'succeeded') return finish(outcome, view.reason);
+  }
+  return finish('succeeded');
+
+  /** Runs the steps of one effect in order; completed steps are never redone. */
+  async function runEffect(effect: EffectPlan, policy: DeliveryPolicy): Promise<ReplyState> {
+    view.businessKey = effect.businessKey;
+    upsertSearchAttributes([
+      { key: BusinessKey, value: effect.businessKey },
+      { key: Integration, value: effect.integration },
+      ...(effect.conversationId ? [{ key: ConversationId, value: effect.conversationId }] : []),
+    ]);
+    for (const [index, step] of effect.steps.entries()) {
+      const outcome = await runStep(effect, step, index, policy);
+      if (outcome !== 'succeeded') return outcome;
+    }
+    return 'succeeded';
+  }
+
+  async function runStep(
+    effect: EffectPlan,
+    step: StepPlan,
+    stepIndex: number,
+    policy: DeliveryPolicy,
+  ): Promise<ReplyState> {
+    const businessKey = effect.steps.length > 1 ? `${effect.businessKey}#${step.name}` : effect.businessKey;
+    view.step = step.name;
+    // 3. Claim the business key. A conflict is not "done": the owner's row decides.
+    const claim = await records.claimEffect({
+      effectId: uuid4(),
+      workflowId,
+      correlationId: event.correlationId,
+      integration: effect.integration,
+      businessKey,
+      conversationId: effect.conversationId,
+      step,
+      stepIndex,
+    });
+    if (claim.kind === 'duplicate') {
+      results.push({ businessKey, ownerWorkflowId: claim.ownerWorkflowId });
+      view.ownerWorkflowId = claim.ownerWorkflowId;
+      view.reason = `business key owned by ${claim.ownerWorkflowId} (${claim.ownerStatus})`;
+      return 'duplicate';
+    }
+    const { effectId, capabilities } = claim;
+    view.effectId = effectId;
+    if (claim.status === 'succeeded') {
+      results.push({ businessKey, effectId });
+      return 'succeeded';
+    }
+    // 4. The responder answers once; every attempt sends these same bytes.
+    const body =
+      step.content.kind === 'reply'
+        ? { text: (await responder.prepareReply({ event, step })).text }
+        : { json: step.content.body };
+    const send = sender(policy);
+
+    for (;;) {
+      setState('processing');
+      const outcome = await attemptSend(send, { effectId, step, body });
+      view.attempts = outcome.attempts;
+      if (outcome.result === 'succeeded') {
+        results.push({ businessKey, effectId, externalId: outcome.externalId });
+        setState('processing', { lastErrorClass: undefined, recommendedAction: undefined });
+        return 'succeeded';
+      }
+      if (outcome.result === 'failed') {
+        setState('failed', {
+          lastErrorClass: outcome.errorClass,
+          lastError: outcome.error,
+          recommendedAction: outcome.fix,
+        });
+      } else {
+        setState('unknown', { lastErrorClass: 'unknown', lastError: outcome.reason });
+        const found = await lookUpUnknown(effectId, step, outcome, capabilities);
+        if (found) {
+          results.push({ businessKey, effectId, externalId: found });
+          return 'succeeded';
+        }
+        await records.recordResult({
+          effectId,
+          status: 'held',
+          errorClass: 'unknown',
+          error: outcome.reason,
+        });
+        setState('held', {
+          recommendedAction: capabilities.lookup
+            ? 'not found by lookup: check the target, then mark-sent (with its id) or resend (needs approval)'
+            : 'the target cannot be asked: check it by hand, then mark-sent (with its id) or resend (needs approval)',
+        });
+      }
+      const decision = await awaitOperator(state as Held, effectId, step, policy, businessKey);
+      if (decision.kind === 'done') {
+        if (decision.state === 'succeeded')
+          results.push({ businessKey, effectId, externalId: decision.externalId });
+        return decision.state;
+      }
+      // An approved resend or a reprocess: the row is back in retry_wait; the same protocol runs.
+    }
+  }
+
+  async function attemptSend(
+    send: ReturnType<typeof sender>,
+    input: Parameters<Activities['send']>[0],
+  ): Promise<SendOutcome> {
+    try {
+      return await send.send(input);
+    } catch (err) {
+      await records.recordResult({
+        effectId: input.effectId,
+        status: 'failed',
+        errorClass: 'retryable',
+        error: 'retry budget spent',
+      });
+      // The retry budget is spent (attempts or elapsed time) or the activity failed for good.
+      const cause = err instanceof ActivityFailure ? err.cause : err;
+      const message = cause instanceof Error ? cause.message : String(cause);
+      const type = cause instanceof ApplicationFailure ? cause.type : undefined;
+      log.warn('send gave up', { workflowId, type });
+      return {
+        result: 'failed',
+        errorClass: 'permanent',
+        error: `retry budget spent: ${message}`,
+        fix:
+          type === 'RetryableTargetError'
+            ? 'check the target; reprocess when it is healthy'
+            : 'see the last error; reprocess when fixed',
+        attempts: view.attempts,
+      };
+    }
+  }
+
+  /**
+   * Unknown outcome, and the target does not dedupe on our key (the send activity already resends
+   * with the same key where it does): look the result up once the owner's lease has expired, and
+   * again after the target's consistency delay, because "not found yet" is not proof.
+   * @returns the external id when found.
+   */
+  async function lookUpUnknown(
+    effectId: string,
+    step: StepPlan,
+    outcome: Extract<SendOutcome, { result: 'unknown' }>,
+    capabilities: TargetCapabilities,
+  ): Promise<string | undefined> {
+    if (!capabilities.lookup) return undefined;
+    const leaseLeft = Date.parse(outcome.leaseExpiresAt) - Date.now();
+    if (leaseLeft > 0) await sleep(leaseLeft);
+    for (const delay of [0, capabilities.consistencyDelayMs]) {
+      if (delay > 0) await sleep(delay);
+      const found = await lookups.lookup({ effectId, step });
+      if (found.found) {
+        await records.recordResult({ effectId, status: 'succeeded', externalId: found.externalId });
+        return found.externalId;
+      }
+    }
+    return undefined;
+  }
+
+  /** Held or failed: wait for an operator, remind while nobody decides, never resolve on its own. */
+  async function awaitOperator(
+    waitingIn: Held,
+    effectId: string,
+    step: StepPlan,
+    policy: DeliveryPolicy,
+    businessKey: string,
+  ): Promise<{ kind: 'done'; state: ReplyState; externalId?: string } | { kind: 'resend' | 'reprocess' }> {
+    await alerts.alert({
+      kind: waitingIn,
+      workflowId,
+      businessKey,
+      step: view.step,
+      recommendedAction: view.recommendedAction,
+      errorClass: view.lastErrorClass,
+      level: 0,
+    });
+    let reminders = 0;
+    const parkedUntil = Date.now() + policy.failedParkMs;
+    for (;;) {
+      const timeout =
+        state === 'failed'
+          ? parkedUntil - Date.now()
+          : policy.reminderScheduleMs[Math.min(reminders, policy.reminderScheduleMs.length - 1)]!;
+      const arrived = await condition(() => inbox.length > 0, Math.max(timeout, 1));
+      if (!arrived) {
+        if (state === 'failed') {
+          view.reason = 'nobody reprocessed or discarded it in time';
+          await finish('failed', view.reason);
+          throw ApplicationFailure.nonRetryable(
+            `effect ${businessKey} failed: ${view.lastError ?? 'unknown error'}`,
+            'EffectFailed',
+          );
+        }
+        reminders += 1;
+        await alerts.alert({
+          kind: 'reminder',
+          workflowId,
+          businessKey,
+          step: view.step,
+          recommendedAction: view.recommendedAction,
+          errorClass: view.lastErrorClass,
+          level: reminders,
+        });
+        continue;
+      }
+      const { message, arrivedIn } = inbox.shift()!;
+      const before = state;
+      const verdict =
+        arrivedIn === 'held' || arrivedIn === 'awaiting_approval' || arrivedIn === 'failed'
+          ? judge(message, { state, seenRequestIds, resendRequestedBy })
+          : { ok: false as const, detail: `nothing awaits a decision in state ${arrivedIn}` };
+      if (!verdict.ok) {
+        await record(message, 'rejected', verdict.detail, before, before);
+        continue;
+      }
+      switch (verdict.action) {
+        case 'mark-sent': {
+          await records.recordResult({
+            effectId,
+            status: 'succeeded',
+            externalId: verdict.externalId,
+            manual: true,
+          });
+          setState('succeeded', { recommendedAction: undefined });
+          await record(message, 'accepted', `marked sent as ${verdict.externalId}`, before, 'succeeded');
+          return { kind: 'done', state: 'succeeded', externalId: verdict.externalId };
+        }
+        case 'discard': {
+          await records.recordResult({ effectId, status: 'discarded', manual: true });
+          setState('discarded', { recommendedAction: undefined });
+          await record(message, 'accepted', undefined, before, 'discarded');
+          view.reason = 'discarded by an operator';
+          return { kind: 'done', state: 'discarded' };
+        }
+        case 'request-resend': {
+          resendRequestedBy = actorOf(message);
+          setState('awaiting_approval', {
+            recommendedAction: 'a different person approves the resend (approve signal)',
+          });
+          view.pendingResend = {
+            operator: resendRequestedBy,
+            reason: String((message.payload as { reason?: unknown }).reason),
+          };
+          await record(message, 'accepted', 'awaiting approval', before, 'awaiting_approval');
+          break;
+        }
+        case 'approve-resend': {
+          // Every resend first re-reads the row and looks the result up again.
+          const check = await records.prepareResend({ effectId, step });
+          view.pendingResend = undefined;
+          resendRequestedBy = undefined;
+          if (check.kind === 'already-sent') {
+            setState('succeeded', { recommendedAction: undefined });
+            await record(
+              message,
+              'accepted',
+              `found already sent (${check.externalId}): no resend`,
+              before,
+              'succeeded',
+            );
+            return { kind: 'done', state: 'succeeded', externalId: check.externalId };
+          }
+          if (check.kind === 'wait') {
+            setState('held');
+            await record(message, 'rejected', check.detail, before, 'held');
+            break;
+          }
+          setState('processing');
+          await record(message, 'accepted', 'resend approved', before, 'processing');
+          return { kind: 'resend' };
+        }
+        case 'reprocess': {
+          const check = await records.prepareResend({ effectId, step });
+          if (check.kind === 'already-sent') {
+            setState('succeeded', { recommendedAction: undefined });
+            await record(
+              message,
+              'accepted',
+              `found already sent (${check.externalId})`,
+              before,
+              'succeeded',
+            );
+            return { kind: 'done', state: 'succeeded', externalId: check.externalId };
+          }
+          if (check.kind === 'wait') {
+            await record(message, 'rejected', check.detail, before, before);
+            break;
+          }
+          setState('processing');
+          await record(message, 'accepted', undefined, before, 'processing');
+          return { kind: 'reprocess' };
+        }
+      }
+    }
+  }
+}

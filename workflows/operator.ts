@@ -1,0 +1,96 @@
+// Judges operator messages against the workflow's state. Pure functions: the workflow applies the
+// verdict, records it, and audits it. Invalid, repeated or self-approved messages change nothing.
+import type { ApproveSignal, ReplyState, ReprocessSignal, ResolveSignal } from './messages';
+
+export type OperatorMessage =
+  | { signal: 'resolve'; payload: ResolveSignal }
+  | { signal: 'approve'; payload: ApproveSignal }
+  | { signal: 'reprocess'; payload: ReprocessSignal };
+
+export type Verdict =
+  | { ok: true; action: 'mark-sent'; externalId: string }
+  | { ok: true; action: 'request-resend' | 'discard' | 'approve-resend' | 'reprocess' }
+  | { ok: false; detail: string };
+
+const ACTIONS = ['mark-sent', 'resend', 'discard'];
+
+function text(value: unknown, max: number): string | undefined {
+  return typeof value === 'string' && value.trim().length > 0 && value.length <= max
+    ? value.trim()
+    : undefined;
+}
+
+/** The person behind a message, for the record, even when the message is invalid. */
+export function actorOf(message: OperatorMessage): string {
+  const p = (message.payload ?? {}) as unknown as Record<string, unknown>;
+  const who = message.signal === 'approve' ? p.approver : p.operator;
+  return text(who, 100) ?? '(missing)';
+}
+
+export function requestIdOf(message: OperatorMessage): string | undefined {
+  const p = (message.payload ?? {}) as unknown as Record<string, unknown>;
+  return text(p.requestId, 200);
+}
+
+export interface JudgeContext {
+  state: ReplyState;
+  seenRequestIds: ReadonlySet<string>;
+  /** Who asked for the resend that awaits approval. */
+  resendRequestedBy?: string;
+}
+
+export function judge(message: OperatorMessage, ctx: JudgeContext): Verdict {
+  const p = (message.payload ?? {}) as unknown as Record<string, unknown>;
+  if (typeof message.payload !== 'object' || message.payload === null || Array.isArray(message.payload)) {
+    return { ok: false, detail: 'payload must be one JSON object' };
+  }
+  const requestId = requestIdOf(message);
+  if (requestId && ctx.seenRequestIds.has(requestId))
+    return { ok: false, detail: `repeated requestId ${requestId}` };
+  if (actorOf(message) === '(missing)') {
+    return {
+      ok: false,
+      detail: `${message.signal === 'approve' ? 'approver' : 'operator'} is required (at most 100 characters)`,
+    };
+  }
+  if (!text(p.reason, 500)) return { ok: false, detail: 'reason is required (at most 500 characters)' };
+
+  switch (message.signal) {
+    case 'resolve': {
+      const action = p.action;
+      if (typeof action !== 'string' || !ACTIONS.includes(action)) {
+        return { ok: false, detail: `action must be one of ${ACTIONS.join(', ')}` };
+      }
+      const held = ctx.state === 'held' || ctx.state === 'awaiting_approval';
+      if (!held && ctx.state !== 'failed')
+        return { ok: false, detail: `nothing to resolve in state ${ctx.state}` };
+      if (action === 'mark-sent') {
+        const externalId = text(p.externalId, 200);
+        if (!externalId)
+          return { ok: false, detail: 'mark-sent needs the externalId of the message that was sent' };
+        return { ok: true, action: 'mark-sent', externalId };
+      }
+      if (action === 'discard') return { ok: true, action: 'discard' };
+      if (ctx.state === 'failed')
+        return { ok: false, detail: 'failed work is sent again with reprocess, not resend' };
+      if (ctx.state === 'awaiting_approval') return { ok: false, detail: 'a resend already awaits approval' };
+      return { ok: true, action: 'request-resend' };
+    }
+    case 'approve': {
+      if (ctx.state !== 'awaiting_approval')
+        return { ok: false, detail: `no resend awaits approval (state ${ctx.state})` };
+      if (actorOf(message) === ctx.resendRequestedBy) {
+        return {
+          ok: false,
+          detail: 'the approver must be a different person from the operator who asked for the resend',
+        };
+      }
+      return { ok: true, action: 'approve-resend' };
+    }
+    case 'reprocess': {
+      if (ctx.state !== 'failed')
+        return { ok: false, detail: `only failed work can be reprocessed (state ${ctx.state})` };
+      return { ok: true, action: 'reprocess' };
+    }
+  }
+}

@@ -1,0 +1,27 @@
+// The custom search attributes operators filter on in the Temporal Web UI. Registered by the launcher
+// and docker-compose. Never put message text or secrets in them: codecs do not encrypt them.
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+
+export const ReplyState = defineSearchAttributeKey('ReplyState', SearchAttributeType.KEYWORD);
+export const Provider = defineSearchAttributeKey('Provider', SearchAttributeType.KEYWORD);
+export const Integration = defineSearchAttributeKey('Integration', SearchAttributeType.KEYWORD);
+export const BusinessKey = defineSearchAttributeKey('BusinessKey', SearchAttributeType.KEYWORD);
+export const ConversationId = defineSearchAttributeKey('ConversationId', SearchAttributeType.KEYWORD);
+export const FailedStep = defineSearchAttributeKey('FailedStep', SearchAttributeType.KEYWORD);
+export const LastErrorClass = defineSearchAttributeKey('LastErrorClass', SearchAttributeType.KEYWORD);
+export const RecommendedAction = defineSearchAttributeKey('RecommendedAction', SearchAttributeType.KEYWORD);
+export const CorrelationId = defineSearchAttributeKey('CorrelationId', SearchAttributeType.KEYWORD);
+export const Attempts = defineSearchAttributeKey('Attempts', SearchAttributeType.INT);
+
+export const ALL_SEARCH_ATTRIBUTES = [
+  ReplyState,
+  Provider,
+  Integration,
+  BusinessKey,
+  ConversationId,
+  FailedStep,
+  LastErrorClass,
+  RecommendedAction,
+  CorrelationId,
+  Attempts,
+];
