@@ -125,6 +125,66 @@ export function sendActivities({ pool, targets, logger }: ActivityDeps) {
     );
   }
 
+  /** Turns a classified failure into the next state: retry (same key), failed, or unknown. */
+  async function handleFailure(
+    err: unknown,
+    effectId: string,
+    token: number,
+    idempotent: boolean,
+    attempt: number,
+    log: ActivityDeps['logger'],
+  ): Promise<SendOutcome> {
+    const classified =
+      err instanceof TargetError
+        ? err
+        : new TargetError('unknown', `unexpected error while sending: ${(err as Error).message}`);
+    log.warn({ errorClass: classified.errorClass, error: classified.message }, 'send failed');
+    if (classified.errorClass === 'retryable' || (classified.errorClass === 'unknown' && idempotent)) {
+      // Known not applied, or the target dedupes on our key: the next attempt resends with the same key.
+      const delay = retryDelayMs(attempt, classified.details.retryAfterMs);
+      await settle(
+        effectId,
+        token,
+        `status = 'retry_wait', lease_expires_at = now(), next_attempt_at = now() + $3 * interval '1 millisecond',
+         last_error_class = $4, last_error = $5`,
+        [delay, classified.errorClass, classified.message],
+      );
+      throw ApplicationFailure.create({
+        message: classified.message,
+        type: 'RetryableTargetError',
+        nextRetryDelay: delay,
+      });
+    }
+    if (classified.errorClass === 'permanent') {
+      await settle(
+        effectId,
+        token,
+        `status = 'failed', lease_expires_at = now(), last_error_class = 'permanent', last_error = $3`,
+        [classified.message],
+      );
+      return {
+        result: 'failed',
+        errorClass: 'permanent',
+        error: classified.message,
+        fix: classified.details.fix ?? 'fix the cause, then reprocess',
+        attempts: token,
+      };
+    }
+    // Unknown: this attempt is over (it saw the failure), so it ends its own lease now.
+    await settle(
+      effectId,
+      token,
+      `status = 'unknown', lease_expires_at = now(), last_error_class = 'unknown', last_error = $3`,
+      [classified.message],
+    );
+    return {
+      result: 'unknown',
+      reason: classified.message,
+      leaseExpiresAt: new Date().toISOString(),
+      attempts: token,
+    };
+  }
+
   return {
     async send(input: SendInput): Promise<SendOutcome> {
       const { info } = Context.current();
@@ -151,74 +211,28 @@ export function sendActivities({ pool, targets, logger }: ActivityDeps) {
           type: 'LeaseExpiredError',
         });
       }
+      let externalId: string;
       try {
-        const { externalId } = await target.send({
+        ({ externalId } = await target.send({
           effectId: input.effectId,
           step: input.step,
           body: input.body,
           signal: AbortSignal.timeout(Math.floor(left - WRITE_MARGIN_MS)),
-        });
-        // A late answer still counts as evidence that it was sent, whatever happened to the lease.
-        await pool.query(
-          `UPDATE effects SET status = 'succeeded', external_id = $2, completed_at = now(), updated_at = now(),
-                  lease_expires_at = now(), last_error_class = NULL, last_error = NULL
-            WHERE id = $1 AND status NOT IN ('succeeded', 'discarded')`,
-          [input.effectId, externalId],
-        );
-        log.info('sent');
-        return { result: 'succeeded', externalId, attempts: token };
+        }));
       } catch (err) {
-        const classified =
-          err instanceof TargetError
-            ? err
-            : new TargetError('unknown', `unexpected error while sending: ${(err as Error).message}`);
-        log.warn({ errorClass: classified.errorClass, error: classified.message }, 'send failed');
-        if (classified.errorClass === 'retryable' || (classified.errorClass === 'unknown' && idempotent)) {
-          // Known not applied, or the target dedupes on our key: the next attempt resends with the same key.
-          const delay = retryDelayMs(info.attempt, classified.details.retryAfterMs);
-          await settle(
-            input.effectId,
-            token,
-            `status = 'retry_wait', lease_expires_at = now(), next_attempt_at = now() + $3 * interval '1 millisecond',
-             last_error_class = $4, last_error = $5`,
-            [delay, classified.errorClass, classified.message],
-          );
-          throw ApplicationFailure.create({
-            message: classified.message,
-            type: 'RetryableTargetError',
-            nextRetryDelay: delay,
-          });
-        }
-        if (classified.errorClass === 'permanent') {
-          const fix = classified.details.fix ?? 'fix the cause, then reprocess';
-          await settle(
-            input.effectId,
-            token,
-            `status = 'failed', lease_expires_at = now(), last_error_class = 'permanent', last_error = $3`,
-            [classified.message],
-          );
-          return {
-            result: 'failed',
-            errorClass: 'permanent',
-            error: classified.message,
-            fix,
-            attempts: token,
-          };
-        }
-        // Unknown: this attempt is over (it saw the failure), so it ends its own lease now.
-        await settle(
-          input.effectId,
-          token,
-          `status = 'unknown', lease_expires_at = now(), last_error_class = 'unknown', last_error = $3`,
-          [classified.message],
-        );
-        return {
-          result: 'unknown',
-          reason: classified.message,
-          leaseExpiresAt: new Date().toISOString(),
-          attempts: token,
-        };
+        return handleFailure(err, input.effectId, token, idempotent, info.attempt, log);
       }
+      // A late answer still counts as evidence that it was sent, whatever happened to the lease. If
+      // this write fails (a crash between the target's acceptance and the record), the row stays
+      // `sending` under this lease, and the next attempt treats the outcome as unknown.
+      await pool.query(
+        `UPDATE effects SET status = 'succeeded', external_id = $2, completed_at = now(), updated_at = now(),
+                lease_expires_at = now(), last_error_class = NULL, last_error = NULL
+          WHERE id = $1 AND status NOT IN ('succeeded', 'discarded')`,
+        [input.effectId, externalId],
+      );
+      log.info('sent');
+      return { result: 'succeeded', externalId, attempts: token };
     },
 
     /** Asks the target whether our effect is already there (by effect id / reference). */

@@ -16,10 +16,18 @@ import { dataConverter } from './temporal/client';
 export const WORKFLOWS_PATH = path.resolve(__dirname, '..', 'workflows');
 
 let runtimeInstalled = false;
-/** The SDK's own logs go to stderr at WARN; ours go through pino. Installed once per process. */
-export function installRuntime(): void {
+/**
+ * The SDK's own logs go to stderr (WARN by default, REPLYFLOW_SDK_LOG_LEVEL to change); ours go
+ * through pino. Installed once per process.
+ */
+export function installRuntime(
+  level = (process.env.REPLYFLOW_SDK_LOG_LEVEL ?? 'WARN') as 'WARN' | 'ERROR',
+): void {
   if (runtimeInstalled) return;
-  Runtime.install({ logger: new DefaultLogger('WARN') });
+  Runtime.install({
+    logger: new DefaultLogger(level),
+    telemetryOptions: { logging: { filter: { core: level, other: 'ERROR' } } },
+  });
   runtimeInstalled = true;
 }
 
@@ -40,7 +48,7 @@ export interface WorkerHandle {
   stop(): Promise<void>;
 }
 
-export async function startWorker(options: {
+export interface WorkerSetup {
   config: Config;
   pool: Pool;
   temporalAddress: string;
@@ -50,7 +58,12 @@ export async function startWorker(options: {
   workerOptions?: Partial<WorkerOptions>;
   /** Tests replace dependencies (targets pointing at fakes, a shorter policy). */
   deps?: Partial<ActivityDeps>;
-}): Promise<WorkerHandle> {
+}
+
+/** Builds a worker without running it (tests drive it with `worker.runUntil`). */
+export async function createWorker(
+  options: WorkerSetup,
+): Promise<{ worker: Worker; connection: NativeConnection }> {
   installRuntime();
   const { config, logger } = options;
   const connection = await NativeConnection.connect({ address: options.temporalAddress });
@@ -78,6 +91,11 @@ export async function startWorker(options: {
     ...(options.workerOptions?.workflowBundle ? {} : { workflowsPath: WORKFLOWS_PATH }),
     ...options.workerOptions,
   });
+  return { worker, connection };
+}
+
+export async function startWorker(options: WorkerSetup): Promise<WorkerHandle> {
+  const { worker, connection } = await createWorker(options);
   const running = worker.run().finally(() => connection.close());
   return {
     worker,

@@ -170,7 +170,12 @@ export async function handleEvent(event: InboundEvent): Promise<EventResult> {
   const rejectStray = async () => {
     while (inbox.length > 0) {
       const { message, arrivedIn } = inbox.shift()!;
-      await record(message, 'rejected', `nothing awaits a decision in state ${arrivedIn}`, state, state);
+      const requestId = requestIdOf(message);
+      const detail =
+        requestId && seenRequestIds.has(requestId)
+          ? `repeated requestId ${requestId}`
+          : `nothing awaits a decision in state ${arrivedIn}`;
+      await record(message, 'rejected', detail, state, state);
     }
   };
 

@@ -56,10 +56,13 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     await client.end();
   } catch (err) {
     await server.stop().catch(() => {});
-    const tail = logs.slice(-5).join(' | ');
+    const tail = logs
+      .flatMap((l) => l.split('\n'))
+      .filter((l) => /error|fatal|could not/i.test(l))
+      .slice(-3)
+      .join(' | ');
     throw new Error(
-      `embedded PostgreSQL did not start on port ${port} in ${options.dir}: ${(err as Error).message}` +
-        (tail ? ` (last output: ${tail})` : '') +
+      `embedded PostgreSQL did not start on port ${port} in ${options.dir}: ${tail || (err as Error).message.split('\n')[0]}` +
         '. Free the port, remove a stale postmaster.pid from that directory, or set DATABASE_URL to a PostgreSQL you run.',
     );
   }

@@ -1,0 +1,93 @@
+// The real servers tests run against, each started once per test run on first use and stopped by the
+// root hook: a Temporal dev server, a time-skipping test server, an embedded PostgreSQL, and the
+// workflow bundle. Tests isolate themselves with their own task queues, event ids and business keys.
+import { chmodSync, mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { temporal } from '@temporalio/proto';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
+import { migrate } from '../../src/db/migrate';
+import { createPool, type Pool } from '../../src/db/pool';
+import { startEmbeddedPostgres } from '../../src/embedded/postgres';
+import { findTemporalTestServer } from '../../src/temporal/binaries';
+import { dataConverter } from '../../src/temporal/client';
+import { type DevServer, startDevServer } from '../../src/temporal/dev-server';
+import { installRuntime, WORKFLOWS_PATH } from '../../src/worker';
+import { ALL_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
+
+const { IndexedValueType } = temporal.api.enums.v1;
+
+/** A fixed key so that recorded histories replay; never used outside tests. */
+export const TEST_ENCRYPTION_KEY = Buffer.alloc(32, 7).toString('base64');
+
+const teardowns: (() => Promise<void>)[] = [];
+
+function once<T>(start: () => Promise<T>): () => Promise<T> {
+  let started: Promise<T> | undefined;
+  return () => {
+    started ??= start();
+    return started;
+  };
+}
+
+export const devServer = once(async (): Promise<DevServer> => {
+  const server = await startDevServer({ port: 0 });
+  teardowns.push(() => server.stop());
+  return server;
+});
+
+export const timeSkipping = once(async (): Promise<TestWorkflowEnvironment> => {
+  installRuntime();
+  const env = await TestWorkflowEnvironment.createTimeSkipping({
+    server: { executable: { type: 'existing-path', path: findTemporalTestServer() } },
+    client: { dataConverter: dataConverter(TEST_ENCRYPTION_KEY) },
+  });
+  teardowns.push(() => env.teardown());
+  // The time-skipping server, like a real one, refuses search attributes it does not know.
+  await env.connection.operatorService.addSearchAttributes({
+    namespace: env.namespace ?? 'default',
+    searchAttributes: Object.fromEntries(
+      ALL_SEARCH_ATTRIBUTES.map((key) => [
+        key.name,
+        key.type === 'INT'
+          ? IndexedValueType.INDEXED_VALUE_TYPE_INT
+          : IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+      ]),
+    ),
+  });
+  return env;
+});
+
+export interface TestDatabase {
+  pool: Pool;
+  url: string;
+}
+
+/** DATABASE_URL when set (e.g. a PostgreSQL you run), else an embedded one in a temp dir. */
+export const database = once(async (): Promise<TestDatabase> => {
+  let url = process.env.DATABASE_URL;
+  if (!url) {
+    const parent = mkdtempSync(path.join(os.tmpdir(), 'replyflow-pg-'));
+    chmodSync(parent, 0o755); // as root, PostgreSQL runs as its own user and must reach the data dir
+    const pg = await startEmbeddedPostgres({ dir: path.join(parent, 'data'), ephemeral: true });
+    teardowns.push(() => pg.stop());
+    url = pg.url;
+  }
+  const pool = createPool(url, 20);
+  teardowns.unshift(() => pool.end());
+  await migrate(pool);
+  return { pool, url };
+});
+
+export const workflowBundle = once(
+  (): Promise<WorkflowBundle> =>
+    bundleWorkflowCode({
+      workflowsPath: WORKFLOWS_PATH,
+      logger: { info() {}, warn() {}, error() {}, debug() {}, trace() {}, log() {} },
+    }),
+);
+
+export async function stopServers(): Promise<void> {
+  for (const teardown of teardowns.splice(0)) await teardown().catch(() => {});
+}

@@ -1,0 +1,81 @@
+// Builds what a test needs around the real servers: a config, a worker on the test's own task
+// queue with targets pointed at fakes, and unique ids so tests never see each other's data.
+import { randomUUID } from 'node:crypto';
+import type { Worker } from '@temporalio/worker';
+import type { ActivityDeps } from '../../activities';
+import type { DeliveryPolicy } from '../../activities/types';
+import { type Config, loadConfig } from '../../src/config';
+import { createLogger } from '../../src/logger';
+import type { InboundEvent } from '../../src/providers/types';
+import { createWorker } from '../../src/worker';
+import { database, TEST_ENCRYPTION_KEY, workflowBundle } from './servers';
+
+export const silentLogger = createLogger('silent');
+
+export function uniqueId(prefix = 't'): string {
+  return `${prefix}${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+}
+
+export function testConfig(env: Record<string, string> = {}): Config {
+  return loadConfig({ TEMPORAL_TASK_QUEUE: uniqueId('q-'), LOG_LEVEL: 'silent', ...env });
+}
+
+/** A short policy so failure paths finish quickly; reminders and parking stay long (time-skipped). */
+export const FAST_POLICY: DeliveryPolicy = {
+  maxAttempts: 5,
+  maxElapsedMs: 3_600_000,
+  sendTimeoutMs: 5_000,
+  reminderScheduleMs: [15 * 60_000, 60 * 60_000, 4 * 3_600_000],
+  failedParkMs: 7 * 86_400_000,
+};
+
+/** Runs `fn` while a worker serves the config's task queue, then shuts the worker down. */
+export async function withWorker<T>(
+  options: { address: string; config: Config; deps?: Partial<ActivityDeps> },
+  fn: (worker: Worker) => Promise<T>,
+): Promise<T> {
+  const { pool } = await database();
+  const { worker, connection } = await createWorker({
+    config: options.config,
+    pool,
+    temporalAddress: options.address,
+    encryptionKey: TEST_ENCRYPTION_KEY,
+    logger: silentLogger,
+    workerOptions: { workflowBundle: await workflowBundle() },
+    deps: { policy: FAST_POLICY, ...options.deps },
+  });
+  try {
+    return await worker.runUntil(fn(worker));
+  } finally {
+    await connection.close();
+  }
+}
+
+/** A sandbox chat message as the provider would normalise it. */
+export function sandboxEvent(options: {
+  conversationId: string;
+  messageId: string;
+  text?: string;
+  target?: 'sandbox' | 'sandbox-lookup' | 'sandbox-blind';
+  eventId?: string;
+}): InboundEvent {
+  const eventId = options.eventId ?? uniqueId('evt_');
+  const sentAt = new Date().toISOString();
+  return {
+    provider: 'sandbox',
+    eventId,
+    workflowId: `webhook:sandbox:${eventId}`,
+    eventType: 'message',
+    occurredAt: sentAt,
+    receivedAt: sentAt,
+    correlationId: uniqueId('corr-'),
+    conversation: { id: options.conversationId, version: sentAt },
+    message: { id: options.messageId, text: options.text ?? 'what are your opening hours?' },
+    replyTo: {
+      target: options.target ?? 'sandbox',
+      kind: 'answer',
+      destination: { conversationId: options.conversationId },
+    },
+    payload: {},
+  };
+}

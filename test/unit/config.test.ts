@@ -1,0 +1,53 @@
+import assert from 'node:assert/strict';
+import { ConfigError, loadConfig, parseDuration } from '../../src/config';
+
+describe('config', () => {
+  it('applies defaults and treats empty strings as unset', () => {
+    const config = loadConfig({ PORT: '', TEMPORAL_ADDRESS: '', DATABASE_URL: '  ' });
+    assert.equal(config.PORT, 3000);
+    assert.equal(config.TEMPORAL_ADDRESS, undefined);
+    assert.equal(config.DATABASE_URL, undefined);
+    assert.equal(config.TEMPORAL_NAMESPACE, 'default');
+    assert.deepEqual(config.STANDARD_WEBHOOKS_SECRETS, {});
+    assert.equal(config.SEND_TIMEOUT, 30_000);
+    assert.deepEqual(config.HELD_REMINDERS, [900_000, 3_600_000, 14_400_000, 86_400_000]);
+  });
+
+  it('lists every problem at once and never echoes a secret value', () => {
+    const secretLooking = 'not-base64-$ecret';
+    assert.throws(
+      () =>
+        loadConfig({
+          PORT: 'eighty',
+          SLACK_API_URL: 'not a url',
+          STANDARD_WEBHOOKS_SECRETS: 'orders',
+          REPLYFLOW_ENCRYPTION_KEY: secretLooking,
+          SEND_TIMEOUT: 'soon',
+        }),
+      (err: unknown) => {
+        assert.ok(err instanceof ConfigError);
+        const fields = err.problems.map((p) => p.split(':')[0]).sort();
+        assert.deepEqual(fields, [
+          'PORT',
+          'REPLYFLOW_ENCRYPTION_KEY',
+          'SEND_TIMEOUT',
+          'SLACK_API_URL',
+          'STANDARD_WEBHOOKS_SECRETS',
+        ]);
+        assert.ok(!err.message.includes(secretLooking));
+        return true;
+      },
+    );
+  });
+
+  it('parses Standard Webhooks secrets per source', () => {
+    const config = loadConfig({ STANDARD_WEBHOOKS_SECRETS: 'orders=whsec_a, billing=whsec_b' });
+    assert.deepEqual(config.STANDARD_WEBHOOKS_SECRETS, { orders: 'whsec_a', billing: 'whsec_b' });
+  });
+
+  it('parses durations', () => {
+    assert.equal(parseDuration('500ms'), 500);
+    assert.equal(parseDuration('7d'), 604_800_000);
+    assert.equal(parseDuration('7 days'), undefined);
+  });
+});

@@ -1,0 +1,91 @@
+// The sandbox and Standard Webhooks verification: the official test vector, then a valid request
+// broken one thing at a time.
+import assert from 'node:assert/strict';
+import { Webhook } from 'standardwebhooks';
+import { sandboxProvider } from '../../src/providers/sandbox';
+import { signStandardWebhook, verifyStandardWebhook } from '../../src/providers/standard-webhooks';
+import {
+  type RequestContext,
+  WebhookPayloadError,
+  WebhookVerificationError,
+} from '../../src/providers/types';
+
+const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+
+function ctx(body: string, headers: Record<string, string>): RequestContext {
+  return { rawBody: Buffer.from(body), headers, params: {}, receivedAt: new Date(), correlationId: 'c' };
+}
+
+describe('Standard Webhooks verification (sandbox provider)', () => {
+  it('matches the official test vector', () => {
+    const at = new Date(1614265330 * 1000);
+    assert.equal(
+      new Webhook(SECRET).sign('msg_p5jXN8AQM9LWM0D4loKWxJek', at, '{"test": 2432232314}'),
+      'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=',
+    );
+    assert.equal(
+      signStandardWebhook(SECRET, 'msg_p5jXN8AQM9LWM0D4loKWxJek', '{"test": 2432232314}', at)[
+        'webhook-signature'
+      ],
+      'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=',
+    );
+  });
+
+  const body = JSON.stringify({
+    type: 'message',
+    conversationId: 'c1',
+    messageId: 'm1',
+    text: 'hi',
+    sentAt: new Date().toISOString(),
+  });
+  const valid = () => signStandardWebhook(SECRET, 'evt_1', body);
+
+  it('accepts a valid request and normalises it', () => {
+    const result = sandboxProvider(SECRET).parse(ctx(body, valid()));
+    assert.equal(result.kind, 'events');
+    const [event] = (result as { events: import('../../src/providers/types').InboundEvent[] }).events;
+    assert.equal(event!.workflowId, 'webhook:sandbox:evt_1');
+    assert.deepEqual(event!.conversation?.id, 'c1');
+    assert.deepEqual(event!.replyTo, {
+      target: 'sandbox',
+      kind: 'answer',
+      destination: { conversationId: 'c1' },
+    });
+  });
+
+  const broken: [string, () => RequestContext][] = [
+    ['a changed body byte', () => ctx(body.replace('hi', 'ho'), valid())],
+    [
+      'another secret',
+      () => ctx(body, signStandardWebhook('whsec_b3RoZXItc2VjcmV0LW90aGVyLXNlY3JldA==', 'evt_1', body)),
+    ],
+    [
+      'a timestamp too old',
+      () => ctx(body, signStandardWebhook(SECRET, 'evt_1', body, new Date(Date.now() - 301_000))),
+    ],
+    [
+      'a timestamp too new',
+      () => ctx(body, signStandardWebhook(SECRET, 'evt_1', body, new Date(Date.now() + 301_000))),
+    ],
+    ['a missing signature header', () => ctx(body, { ...valid(), 'webhook-signature': '' })],
+    ['a changed webhook-id', () => ctx(body, { ...valid(), 'webhook-id': 'evt_2' })],
+  ];
+  for (const [name, make] of broken) {
+    it(`rejects ${name}`, () => {
+      assert.throws(() => verifyStandardWebhook(SECRET, make()), WebhookVerificationError);
+    });
+  }
+
+  it('answers a verified but malformed body with zod issues and no echo of the payload', () => {
+    const bad = JSON.stringify({ type: 'message', conversationId: 'c1', text: 'secret text' });
+    assert.throws(
+      () => sandboxProvider(SECRET).parse(ctx(bad, signStandardWebhook(SECRET, 'evt_1', bad))),
+      (err: unknown) => {
+        assert.ok(err instanceof WebhookPayloadError);
+        assert.deepEqual(err.issues.map((i) => i.path.join('.')).sort(), ['messageId', 'sentAt']);
+        assert.ok(!JSON.stringify(err.issues).includes('secret text'));
+        return true;
+      },
+    );
+  });
+});
