@@ -44,6 +44,11 @@ describe('thin path: sandbox webhook → workflow → sandbox reply (dev server,
     });
   };
 
+  const conversation = async (id: string) =>
+    (await (await fetch(`${receiver.url}/sandbox/api/conversations/${id}/messages`)).json()) as {
+      messages: { author: string; text: string }[];
+    };
+
   it('acknowledges after the workflow started, replies once, and answers a redelivery as duplicate', async () => {
     const conversationId = uniqueId('c');
     const eventId = uniqueId('evt_');
@@ -60,7 +65,7 @@ describe('thin path: sandbox webhook → workflow → sandbox reply (dev server,
       async () => {
         const first = await post(eventId, message);
         assert.equal(first.status, 202);
-        const accepted = await first.json();
+        const accepted = (await first.json()) as { workflowId: string };
         assert.deepEqual(accepted, { status: 'accepted', workflowId: `webhook:sandbox:${eventId}` });
         const again = await post(eventId, message);
         assert.equal(again.status, 200);
@@ -74,9 +79,7 @@ describe('thin path: sandbox webhook → workflow → sandbox reply (dev server,
     assert.equal(result.state, 'succeeded');
     const [effect] = await effectRows(`chat:sandbox:${conversationId}:m1:answer`);
     assert.equal(effect.status, 'succeeded');
-    const page = await (
-      await fetch(`${receiver.url}/sandbox/api/conversations/${conversationId}/messages`)
-    ).json();
+    const page = await conversation(conversationId);
     assert.deepEqual(
       page.messages.map((m: { author: string }) => m.author),
       ['bot'],
@@ -119,13 +122,11 @@ describe('thin path: sandbox webhook → workflow → sandbox reply (dev server,
           body: JSON.stringify({ conversationId, text: 'refund please' }),
         });
         assert.equal(sent.status, 202);
-        const { receiver: ack } = await sent.json();
+        const { receiver: ack } = (await sent.json()) as { receiver: { workflowId: string } };
         await client.workflow.getHandle(ack.workflowId).result();
       },
     );
-    const { messages } = await (
-      await fetch(`${receiver.url}/sandbox/api/conversations/${conversationId}/messages`)
-    ).json();
+    const { messages } = await conversation(conversationId);
     assert.deepEqual(
       messages.map((m: { author: string; text: string }) => [m.author, m.text]),
       [
