@@ -85,7 +85,7 @@ describe('thin path: sandbox webhook → workflow → sandbox reply (dev server,
       ['bot'],
       'the webhook was sent directly, so only the bot reply is stored',
     );
-    assert.match(page.messages[0].text, /open 9:00-18:00/);
+    assert.match(page.messages[0]!.text, /open 9:00-18:00/);
   });
 
   it('rejects a bad signature with 401 and starts nothing', async () => {
