@@ -51,9 +51,10 @@ export interface WebhookProvider {
   readonly contentTypes: readonly string[];
   /**
    * Verifies the signature on the raw body and the timestamp window.
-   * @throws WebhookVerificationError for anything the request got wrong (→ 401).
+   * @throws WebhookVerificationError for anything the request got wrong (→ 401). May be async
+   * (library verifiers that use WebCrypto are).
    */
-  verify(ctx: RequestContext): void;
+  verify(ctx: RequestContext): void | Promise<void>;
   /**
    * Validates and normalises a verified body.
    * @throws WebhookPayloadError with zod issues (→ 400).

@@ -96,7 +96,7 @@ export function createReceiverApp(deps: ReceiverDeps): express.Express {
       correlationId,
     };
     try {
-      provider.verify(ctx);
+      await provider.verify(ctx);
     } catch (err) {
       if (!(err instanceof WebhookVerificationError)) throw err;
       log.warn({ reason: err.message }, 'webhook rejected: signature');
