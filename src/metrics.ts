@@ -2,13 +2,20 @@
 // tests can run several receivers in one process without clashing names.
 import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 
-export type WebhookOutcome =
-  | 'accepted'
-  | 'duplicate'
-  | 'rejected_signature'
-  | 'invalid'
-  | 'unavailable'
-  | 'answered';
+export const WEBHOOK_OUTCOMES = [
+  'accepted',
+  'duplicate',
+  'rejected_signature',
+  'invalid',
+  'unavailable',
+  /** Handshakes answered without an event (Slack url_verification, LINE's empty verify request). */
+  'answered',
+] as const;
+
+export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number];
+
+/** The provider label of requests to a path no enabled provider serves (404). */
+export const UNKNOWN_PROVIDER = 'unknown';
 
 export interface ReceiverMetrics {
   registry: Registry;
@@ -31,7 +38,8 @@ export function createReceiverMetrics(): ReceiverMetrics {
       name: 'replyflow_webhook_ack_seconds',
       help: 'Time from request to answer, by provider and outcome',
       labelNames: ['provider', 'outcome'],
-      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 3],
+      // Dense below 100 ms (our ack target) and up to the senders' deadlines (LINE 2 s, Slack 3 s).
+      buckets: [0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 1.5, 2, 3],
       registers: [registry],
     }),
   };

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { Logger } from '../logger';
-import type { ReceiverMetrics, WebhookOutcome } from '../metrics';
+import { type ReceiverMetrics, UNKNOWN_PROVIDER, WEBHOOK_OUTCOMES, type WebhookOutcome } from '../metrics';
 import {
   type InboundEvent,
   type RequestContext,
@@ -13,11 +13,13 @@ import {
 } from '../providers/types';
 import { type EventStarter, type StartOutcome, TemporalUnavailableError } from './start-event';
 
+/** Whether each dependency answered its readiness probe. */
+export type ReadinessChecks = Record<'temporal' | 'postgres', boolean>;
+
 export interface ReceiverDeps {
   providers: WebhookProvider[];
   starter: EventStarter;
-  /** Checks each dependency; resolves to the names of those that are down. */
-  readiness: () => Promise<string[]>;
+  readiness: () => Promise<ReadinessChecks>;
   metrics: ReceiverMetrics;
   logger: Logger;
   bodyLimit: number;
@@ -26,13 +28,23 @@ export interface ReceiverDeps {
 }
 
 /** Seconds a sender should wait before redelivering when we could not make its event durable. */
-const RETRY_AFTER_SECONDS = 5;
+export const RETRY_AFTER_SECONDS = 5;
+
+/** The request's logger, carrying its correlation id, for every line logged while serving it. */
+interface RequestLocals {
+  log?: Logger;
+}
 
 export function createReceiverApp(deps: ReceiverDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
   const providers = new Map(deps.providers.map((p) => [p.name, p]));
-  // The signature covers these exact bytes, so the body is kept raw; the limit applies while reading.
+  // Every series exists from the start, so a dashboard's rate() sees the first request of each kind.
+  for (const provider of [...providers.keys(), UNKNOWN_PROVIDER])
+    for (const outcome of WEBHOOK_OUTCOMES) deps.metrics.requests.inc({ provider, outcome }, 0);
+
+  // The signature covers these exact bytes, so the body is kept raw; the limit applies while reading
+  // (a chunked body has no Content-Length to check up front).
   const rawParser = express.raw({ type: () => true, limit: deps.bodyLimit });
   const readRawBody = (req: Request, res: Response) =>
     new Promise<Buffer>((resolve, reject) =>
@@ -45,10 +57,12 @@ export function createReceiverApp(deps: ReceiverDeps): express.Express {
     res.json({ status: 'ok' });
   });
   app.get('/readyz', async (_req, res) => {
-    const down = await deps.readiness();
-    res
-      .status(down.length === 0 ? 200 : 503)
-      .json({ status: down.length === 0 ? 'ready' : 'unavailable', down });
+    const checks = await deps.readiness();
+    const ready = Object.values(checks).every(Boolean);
+    res.status(ready ? 200 : 503).json({
+      status: ready ? 'ready' : 'unavailable',
+      checks: Object.fromEntries(Object.entries(checks).map(([name, up]) => [name, up ? 'up' : 'down'])),
+    });
   });
   app.get('/metrics', async (_req, res) => {
     res.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());
@@ -56,36 +70,40 @@ export function createReceiverApp(deps: ReceiverDeps): express.Express {
 
   const handle = (providerName: (req: Request) => string) => async (req: Request, res: Response) => {
     const started = process.hrtime.bigint();
-    const name = providerName(req);
-    const provider = providers.get(name);
+    const provider = providers.get(providerName(req));
+    // Only configured names become label values: arbitrary paths must not grow the metric series.
+    const label = provider?.name ?? UNKNOWN_PROVIDER;
     const correlationId = correlationIdOf(req);
-    const log = deps.logger.child({ correlationId, provider: name });
+    const log = deps.logger.child({ correlationId, provider: label });
+    (res.locals as RequestLocals).log = log;
     const answer = (outcome: WebhookOutcome, status: number, body: unknown) => {
-      if (provider) {
-        deps.metrics.requests.inc({ provider: name, outcome });
-        deps.metrics.ackSeconds.observe(
-          { provider: name, outcome },
-          Number(process.hrtime.bigint() - started) / 1e9,
-        );
-      }
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      deps.metrics.requests.inc({ provider: label, outcome });
+      deps.metrics.ackSeconds.observe({ provider: label, outcome }, seconds);
+      log.info({ status, outcome, ms: Math.round(seconds * 1000) }, 'webhook answered');
       res.setHeader('x-request-id', correlationId);
       res.status(status).json(body);
     };
-    if (!provider) return answer('invalid', 404, { error: 'unknown or disabled provider' });
+    // Answered without reading the body: the connection cannot be reused for a next request.
+    const refuseUnread = (status: number, body: unknown) => {
+      res.setHeader('connection', 'close');
+      answer('invalid', status, body);
+    };
+
+    if (!provider) return refuseUnread(404, { error: 'unknown or disabled provider' });
     if (!req.is(provider.contentTypes as string[])) {
-      return answer('invalid', 415, { error: `content type must be ${provider.contentTypes.join(' or ')}` });
+      return refuseUnread(415, { error: `content type must be ${provider.contentTypes.join(' or ')}` });
     }
-    const declared = Number(req.headers['content-length'] ?? 0);
-    if (declared > deps.bodyLimit)
-      return answer('invalid', 413, { error: `body over ${deps.bodyLimit} bytes` });
+    if (Number(req.headers['content-length'] ?? 0) > deps.bodyLimit)
+      return refuseUnread(413, { error: `body over ${deps.bodyLimit} bytes` });
 
     let rawBody: Buffer;
     try {
       rawBody = await readRawBody(req, res);
     } catch (err) {
-      if ((err as { type?: string }).type === 'entity.too.large') {
-        return answer('invalid', 413, { error: `body over ${deps.bodyLimit} bytes` });
-      }
+      const status = (err as { status?: number }).status;
+      if (status === 413) return answer('invalid', 413, { error: `body over ${deps.bodyLimit} bytes` });
+      if (status === 415) return answer('invalid', 415, { error: 'unsupported content encoding or charset' });
       return answer('invalid', 400, { error: 'could not read the body' });
     }
     const ctx: RequestContext = {
@@ -148,9 +166,21 @@ export function createReceiverApp(deps: ReceiverDeps): express.Express {
   );
   for (const router of deps.extraRoutes ?? []) app.use(router);
 
+  app.use((_req: Request, res: Response) => {
+    res.status(404).json({ error: 'not found' });
+  });
   app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
-    deps.logger.error({ err: (err as Error)?.message }, 'receiver error');
-    if (!res.headersSent) res.status(500).json({ error: 'internal error' });
+    // Express marks what the request got wrong (an undecodable path, say) with a 4xx status; the
+    // message may quote the request, so only the status goes back.
+    const status = (err as { status?: number }).status;
+    const clientError = typeof status === 'number' && status >= 400 && status < 500;
+    const log = (res.locals as RequestLocals).log ?? deps.logger;
+    if (clientError) log.warn({ status }, 'bad request');
+    // A bug's message may quote the body (JSON.parse does), so only its class and origin are logged.
+    else log.error({ err: (err as Error)?.name, at: stackFrames(err) }, 'receiver error');
+    if (res.headersSent) return;
+    if (clientError) res.status(status).json({ error: 'bad request' });
+    else res.status(500).json({ error: 'internal error' });
   });
   return app;
 }
@@ -161,6 +191,10 @@ async function startAll(starter: EventStarter, events: InboundEvent[]): Promise<
   const failed = settled.find((s) => s.status === 'rejected');
   if (failed) throw (failed as PromiseRejectedResult).reason;
   return settled.map((s) => (s as PromiseFulfilledResult<StartOutcome>).value);
+}
+
+function stackFrames(err: unknown): string | undefined {
+  return (err as Error)?.stack?.split('\n').slice(1, 4).join('\n');
 }
 
 function correlationIdOf(req: Request): string {

@@ -12,6 +12,9 @@ import { dataConverter } from '../temporal/client';
 import { createReceiverApp } from './app';
 import { temporalEventStarter } from './start-event';
 
+/** A probe slower than this counts as down: a load balancer's check must not hang. */
+const READINESS_DEADLINE_MS = 1000;
+
 export interface ReceiverHandle {
   url: string;
   port: number;
@@ -46,12 +49,15 @@ export async function startReceiver(options: {
       config.WEBHOOK_START_DEADLINE_MS,
     ),
     readiness: async () => {
-      const down: string[] = [];
-      await connection
-        .withDeadline(Date.now() + 1000, () => connection.workflowService.getSystemInfo({}))
-        .catch(() => down.push('temporal'));
-      await pool.query('SELECT 1').catch(() => down.push('postgres'));
-      return down;
+      const [temporal, postgres] = await Promise.all([
+        answersWithin(READINESS_DEADLINE_MS, () =>
+          connection.withDeadline(Date.now() + READINESS_DEADLINE_MS, () =>
+            connection.workflowService.getSystemInfo({}),
+          ),
+        ),
+        answersWithin(READINESS_DEADLINE_MS, () => pool.query('SELECT 1')),
+      ]);
+      return { temporal, postgres };
     },
     metrics: createReceiverMetrics(),
     logger,
@@ -89,4 +95,23 @@ export async function startReceiver(options: {
       await connection.close();
     },
   };
+}
+
+/** Whether `probe` succeeds within `ms` (a probe that hangs counts as down). */
+async function answersWithin(ms: number, probe: () => Promise<unknown>): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([
+      probe().then(
+        () => true,
+        () => false,
+      ),
+      late,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
