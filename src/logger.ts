@@ -2,28 +2,38 @@
 // careless `log.info({ req })` cannot leak them; callers log identifiers, not payloads.
 import pino from 'pino';
 
+/** Request headers that carry credentials or signatures. */
+const SECRET_HEADERS = [
+  'authorization',
+  'cookie',
+  '["x-api-key"]',
+  '["x-slack-signature"]',
+  '["x-line-signature"]',
+  '["x-hub-signature"]',
+  '["x-hub-signature-256"]',
+  '["stripe-signature"]',
+  '["webhook-signature"]',
+];
+
 export const REDACTED_PATHS = [
-  'body',
-  '*.body',
-  'text',
-  '*.text',
-  'payload',
-  '*.payload',
-  'headers.authorization',
-  '*.headers.authorization',
-  'headers["x-slack-signature"]',
-  'headers["x-line-signature"]',
-  'headers["x-hub-signature-256"]',
-  'headers["stripe-signature"]',
-  'headers["webhook-signature"]',
-  '*.token',
-  '*.secret',
-  'token',
-  'secret',
+  ...['body', 'rawBody', 'text', 'payload', 'message.text', 'token', 'secret', 'accessToken'].flatMap(
+    (path) => [path, `*.${path}`],
+  ),
+  ...SECRET_HEADERS.flatMap((h) => {
+    const path = h.startsWith('[') ? `headers${h}` : `headers.${h}`;
+    return [path, `*.${path}`];
+  }),
 ];
 
 export type Logger = pino.Logger;
 
-export function createLogger(level = process.env.LOG_LEVEL ?? 'info', name = 'replyflow'): Logger {
-  return pino({ name, level, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } });
+/**
+ * @param destination where lines go. @default stdout (tests pass a stream to read what was logged)
+ */
+export function createLogger(
+  level = process.env.LOG_LEVEL ?? 'info',
+  name = 'replyflow',
+  destination?: pino.DestinationStream,
+): Logger {
+  return pino({ name, level, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } }, destination);
 }
