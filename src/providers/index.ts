@@ -1,11 +1,19 @@
 // The registry of inbound providers. A provider whose secret is unset is disabled (404).
 import type { Config } from '../config';
+import { githubProvider } from './github';
+import { lineProvider } from './line';
 import { sandboxProvider } from './sandbox';
+import { slackProvider } from './slack';
 import { standardWebhooksProvider } from './standard-webhooks';
+import { stripeProvider } from './stripe';
 import type { WebhookProvider } from './types';
 
 export function createProviders(config: Config): WebhookProvider[] {
   const providers: WebhookProvider[] = [];
+  if (config.SLACK_SIGNING_SECRET) providers.push(slackProvider(config.SLACK_SIGNING_SECRET));
+  if (config.LINE_CHANNEL_SECRET) providers.push(lineProvider(config.LINE_CHANNEL_SECRET));
+  if (config.GITHUB_WEBHOOK_SECRET) providers.push(githubProvider(config.GITHUB_WEBHOOK_SECRET));
+  if (config.STRIPE_WEBHOOK_SECRET) providers.push(stripeProvider(config.STRIPE_WEBHOOK_SECRET));
   if (Object.keys(config.STANDARD_WEBHOOKS_SECRETS).length > 0)
     providers.push(standardWebhooksProvider(config.STANDARD_WEBHOOKS_SECRETS));
   if (config.SANDBOX_ENABLED) providers.push(sandboxProvider(config.SANDBOX_WEBHOOK_SECRET));

@@ -1,0 +1,123 @@
+// LINE Messaging API (`/webhooks/line`): the channel-secret signature, the console's verify request,
+// and one InboundEvent per event of a request (the receiver acknowledges only when all are durable).
+import { createHmac } from 'node:crypto';
+import { validateSignature } from '@line/bot-sdk';
+import { z } from 'zod';
+import { epochToIso, parseJson, validate } from './parse';
+import {
+  header,
+  type InboundEvent,
+  type ProviderResult,
+  type RequestContext,
+  type WebhookProvider,
+  WebhookVerificationError,
+} from './types';
+
+/** A reply token is single-use and valid for about a minute after the event. */
+export const LINE_REPLY_TOKEN_TTL_MS = 60_000;
+
+/**
+ * Verifies `x-line-signature` (base64 HMAC-SHA256 of the raw body with the channel secret) with
+ * `@line/bot-sdk`'s `validateSignature`, which compares in constant time. LINE signs no timestamp, so
+ * there is no replay window: redeliveries are caught by the event id instead.
+ */
+export function verifyLineRequest(channelSecret: string, ctx: RequestContext): void {
+  const signature = header(ctx.headers, 'x-line-signature');
+  if (!signature) throw new WebhookVerificationError('missing x-line-signature header');
+  if (!validateSignature(ctx.rawBody, channelSecret, signature)) {
+    throw new WebhookVerificationError(
+      'x-line-signature does not match the raw body; check LINE_CHANNEL_SECRET (the channel secret, not the access token)',
+    );
+  }
+}
+
+/** Signs a body the way LINE does, for tests and local senders. */
+export function signLineRequest(channelSecret: string, body: string): Record<string, string> {
+  return {
+    'content-type': 'application/json',
+    'x-line-signature': createHmac('sha256', channelSecret).update(body).digest('base64'),
+  };
+}
+
+const source = z.looseObject({
+  type: z.string().min(1),
+  userId: z.string().min(1).optional(),
+  groupId: z.string().min(1).optional(),
+  roomId: z.string().min(1).optional(),
+});
+
+const lineEvent = z.looseObject({
+  type: z.string().min(1),
+  webhookEventId: z.string().regex(/^[\w.:-]{1,200}$/, 'must be 1-200 letters, digits, or . _ : -'),
+  timestamp: z.number().int().nonnegative(),
+  mode: z.string().optional(),
+  source: source.optional(),
+  deliveryContext: z.looseObject({ isRedelivery: z.boolean() }).optional(),
+});
+
+const lineBody = z.looseObject({ destination: z.string().min(1), events: z.array(lineEvent) });
+
+/** The fields of a `message` event that a reply needs. */
+const messageEvent = z.object({
+  replyToken: z.string().min(1).optional(),
+  source: source,
+  message: z.looseObject({ id: z.string().min(1), text: z.string().optional() }),
+});
+
+type LineEvent = z.infer<typeof lineEvent>;
+
+function normalise(destination: string, event: LineEvent, ctx: RequestContext): InboundEvent {
+  const normalised: InboundEvent = {
+    provider: 'line',
+    eventId: event.webhookEventId,
+    workflowId: `webhook:line:${event.webhookEventId}`,
+    eventType: event.type,
+    occurredAt: epochToIso(event.timestamp, 'ms'),
+    receivedAt: ctx.receivedAt.toISOString(),
+    correlationId: ctx.correlationId,
+    payload: { destination, events: [event] },
+  };
+  if (event.deliveryContext) normalised.redelivery = { isRedelivery: event.deliveryContext.isRedelivery };
+  // In standby mode another module owns the chat: the event is recorded but not answered.
+  if (event.type !== 'message' || event.mode === 'standby') return normalised;
+  const parsed = messageEvent.safeParse(event);
+  if (!parsed.success) return normalised;
+  const { replyToken, source, message } = parsed.data;
+  // A group or room is the conversation (and where the answer goes); a 1:1 chat is the user.
+  const chat = source.groupId ?? source.roomId ?? source.userId;
+  if (!chat) return normalised;
+  return {
+    ...normalised,
+    conversation: { id: `${destination}:${chat}`, version: String(event.timestamp) },
+    message: { id: message.id, text: message.text ?? '', user: source.userId },
+    replyTo: {
+      target: 'line',
+      kind: 'answer',
+      destination: {
+        to: chat,
+        ...(replyToken
+          ? {
+              replyToken,
+              replyTokenExpiresAt: epochToIso(event.timestamp + LINE_REPLY_TOKEN_TTL_MS, 'ms'),
+            }
+          : {}),
+      },
+    },
+  };
+}
+
+export function lineProvider(channelSecret: string): WebhookProvider {
+  return {
+    name: 'line',
+    contentTypes: ['application/json'],
+    verify(ctx) {
+      verifyLineRequest(channelSecret, ctx);
+    },
+    parse(ctx): ProviderResult {
+      // Every event must carry its id before any is started: one bad event fails the whole request.
+      const body = validate(lineBody, parseJson(ctx.rawBody));
+      if (body.events.length === 0) return { kind: 'answer', status: 200, body: {} };
+      return { kind: 'events', events: body.events.map((event) => normalise(body.destination, event, ctx)) };
+    },
+  };
+}

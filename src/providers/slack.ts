@@ -1,0 +1,155 @@
+// Slack Events API (`/webhooks/slack`): the v0 request signature, the url_verification handshake, and
+// event_callback envelopes normalised so that a mention's `message` and `app_mention` events share a key.
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { z } from 'zod';
+import { epochToIso, parseJson, validate } from './parse';
+import {
+  header,
+  type InboundEvent,
+  type ProviderResult,
+  type RequestContext,
+  type WebhookProvider,
+  WebhookVerificationError,
+} from './types';
+
+/** Slack rejects requests whose timestamp is more than five minutes from now, either way. */
+export const SLACK_TIMESTAMP_TOLERANCE_SECONDS = 300;
+
+function slackSignature(secret: string, timestamp: string, body: Buffer | string): string {
+  return `v0=${createHmac('sha256', secret).update(`v0:${timestamp}:`).update(body).digest('hex')}`;
+}
+
+/**
+ * Verifies `X-Slack-Signature` (v0: hex HMAC-SHA256 of `v0:{timestamp}:{raw body}`) with a
+ * constant-time compare, and `X-Slack-Request-Timestamp` within ±300 s of when the request arrived.
+ * Slack ships no light verifier for Node, so this follows
+ * https://api.slack.com/authentication/verifying-requests-from-slack (checked Nov 2026) and is proven
+ * against the example from that page in test/unit/providers/slack.test.ts.
+ */
+export function verifySlackRequest(secret: string, ctx: RequestContext): void {
+  const timestamp = header(ctx.headers, 'x-slack-request-timestamp');
+  const signature = header(ctx.headers, 'x-slack-signature');
+  if (!timestamp || !signature) {
+    throw new WebhookVerificationError('missing X-Slack-Request-Timestamp or X-Slack-Signature header');
+  }
+  if (!/^\d{1,12}$/.test(timestamp)) {
+    throw new WebhookVerificationError('X-Slack-Request-Timestamp is not a number of seconds');
+  }
+  const skew = Math.abs(Math.floor(ctx.receivedAt.getTime() / 1000) - Number(timestamp));
+  if (skew > SLACK_TIMESTAMP_TOLERANCE_SECONDS) {
+    throw new WebhookVerificationError('X-Slack-Request-Timestamp is outside the 300 s window');
+  }
+  const expected = Buffer.from(slackSignature(secret, timestamp, ctx.rawBody));
+  const given = Buffer.from(signature);
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    throw new WebhookVerificationError(
+      'X-Slack-Signature does not match the raw body; check SLACK_SIGNING_SECRET (the signing secret, not a token)',
+    );
+  }
+}
+
+/** Signs a body the way Slack does, for tests and local senders. */
+export function signSlackRequest(secret: string, body: string, at = new Date()): Record<string, string> {
+  const timestamp = String(Math.floor(at.getTime() / 1000));
+  return {
+    'content-type': 'application/json',
+    'x-slack-request-timestamp': timestamp,
+    'x-slack-signature': slackSignature(secret, timestamp, body),
+  };
+}
+
+const usableId = z.string().regex(/^[\w.:-]{1,200}$/, 'must be 1-200 letters, digits, or . _ : -');
+
+const urlVerification = z.object({ type: z.literal('url_verification'), challenge: z.string().min(1) });
+
+// Loose: the whole envelope is kept as the payload, so routes can map any Slack field.
+const eventCallback = z.looseObject({
+  type: z.literal('event_callback'),
+  team_id: usableId,
+  event_id: usableId,
+  event_time: z.number().int().nonnegative(),
+  event: z.looseObject({ type: z.string().min(1) }),
+});
+
+/** Other envelope types (e.g. `app_rate_limited`) carry no event to make durable: 400. */
+const slackEnvelope = z.discriminatedUnion('type', [urlVerification, eventCallback]);
+
+/** The fields of a `message` or `app_mention` event that a reply needs. */
+const chatEvent = z.object({
+  type: z.enum(['message', 'app_mention']),
+  subtype: z.string().optional(),
+  bot_id: z.string().optional(),
+  channel: z.string().min(1),
+  user: z.string().optional(),
+  text: z.string().optional(),
+  ts: z.string().min(1),
+  event_ts: z.string().optional(),
+  thread_ts: z.string().optional(),
+});
+
+/**
+ * A person's message that mentions or addresses the app. Slack sends a mention twice (`message` and
+ * `app_mention`, different event ids, same `ts`); a message with a subtype (edits, joins, bot posts) or
+ * a `bot_id` is not a person talking, and answering bots could loop two bots into each other.
+ */
+function personMessage(event: unknown) {
+  const parsed = chatEvent.safeParse(event);
+  if (!parsed.success || parsed.data.subtype !== undefined || parsed.data.bot_id !== undefined) {
+    return undefined;
+  }
+  return parsed.data;
+}
+
+function redeliveryOf(ctx: RequestContext): InboundEvent['redelivery'] {
+  const retryNum = header(ctx.headers, 'x-slack-retry-num');
+  const retryReason = header(ctx.headers, 'x-slack-retry-reason');
+  if (retryNum === undefined && retryReason === undefined) return undefined;
+  return {
+    ...(retryNum !== undefined && /^\d+$/.test(retryNum) ? { retryNum: Number(retryNum) } : {}),
+    ...(retryReason !== undefined ? { retryReason } : {}),
+  };
+}
+
+function normalise(body: z.infer<typeof eventCallback>, ctx: RequestContext): InboundEvent {
+  const event: InboundEvent = {
+    provider: 'slack',
+    eventId: body.event_id,
+    workflowId: `webhook:slack:${body.event_id}`,
+    eventType: body.event.type,
+    occurredAt: epochToIso(body.event_time, 's'),
+    receivedAt: ctx.receivedAt.toISOString(),
+    correlationId: ctx.correlationId,
+    payload: body,
+  };
+  const redelivery = redeliveryOf(ctx);
+  if (redelivery) event.redelivery = redelivery;
+  const message = personMessage(body.event);
+  if (!message) return event;
+  return {
+    ...event,
+    conversation: { id: `${body.team_id}:${message.channel}`, version: message.event_ts ?? message.ts },
+    message: { id: message.ts, text: message.text ?? '', user: message.user },
+    replyTo: {
+      target: 'slack',
+      kind: 'answer',
+      destination: { channel: message.channel, threadTs: message.thread_ts ?? message.ts },
+    },
+  };
+}
+
+export function slackProvider(signingSecret: string): WebhookProvider {
+  return {
+    name: 'slack',
+    contentTypes: ['application/json'],
+    verify(ctx) {
+      verifySlackRequest(signingSecret, ctx);
+    },
+    parse(ctx): ProviderResult {
+      const body = validate(slackEnvelope, parseJson(ctx.rawBody));
+      if (body.type === 'url_verification') {
+        return { kind: 'answer', status: 200, body: { challenge: body.challenge } };
+      }
+      return { kind: 'events', events: [normalise(body, ctx)] };
+    },
+  };
+}
