@@ -1,0 +1,220 @@
+// The Slack provider: Slack's documented signature example, a valid request broken one thing at a
+// time, and the normalisation the default route and the Slack target rely on.
+import assert from 'node:assert/strict';
+import { signSlackRequest, slackProvider, verifySlackRequest } from '../../../src/providers/slack';
+import { WebhookPayloadError, WebhookVerificationError } from '../../../src/providers/types';
+import { chatBusinessKey } from '../../../src/routes';
+import { eventsOf, flipOneByte, requestContext } from './context';
+
+const SECRET = 'slack-test-signing-secret';
+const provider = slackProvider(SECRET);
+
+function callback(event: Record<string, unknown>, envelope: Record<string, unknown> = {}) {
+  return JSON.stringify({
+    token: 'XXYYZZ',
+    team_id: 'T123',
+    api_app_id: 'A123',
+    type: 'event_callback',
+    event_id: 'Ev0001',
+    event_time: 1_700_000_000,
+    event,
+    ...envelope,
+  });
+}
+
+const userMessage = {
+  type: 'message',
+  channel: 'C42',
+  user: 'U7',
+  text: 'what are your opening hours?',
+  ts: '1700000000.000100',
+  event_ts: '1700000000.000100',
+  channel_type: 'channel',
+};
+
+function parse(body: string, headers: Record<string, string> = {}) {
+  return provider.parse(requestContext(body, { ...signSlackRequest(SECRET, body), ...headers }));
+}
+
+describe('Slack provider', () => {
+  describe('signature', () => {
+    it("matches the example in Slack's documentation", () => {
+      const secret = '8f742231b10e8888abcd99yyyzzz85a5';
+      const body =
+        'token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&channel_id=G8PSS9T3V&channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%2Fwebhook-collect&text=&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c';
+      const expected = 'v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503';
+      const at = new Date(1531420618 * 1000);
+      assert.equal(signSlackRequest(secret, body, at)['x-slack-signature'], expected);
+      verifySlackRequest(
+        secret,
+        requestContext(
+          body,
+          { 'x-slack-request-timestamp': '1531420618', 'x-slack-signature': expected },
+          { receivedAt: at },
+        ),
+      );
+    });
+
+    const body = callback(userMessage);
+    // One fixed arrival time, so that the window's edges do not depend on when a second ticks over.
+    const now = new Date(Math.floor(Date.now() / 1000) * 1000);
+    const at = (offsetMs: number) => new Date(now.getTime() + offsetMs);
+    const arriving = (raw: string | Buffer, headers: Record<string, string>) =>
+      requestContext(raw, headers, { receivedAt: now });
+    const valid = () => signSlackRequest(SECRET, body, now);
+
+    it('accepts a valid request, also at the edges of the 300 s window', () => {
+      verifySlackRequest(SECRET, arriving(body, valid()));
+      for (const offset of [-300_000, 300_000]) {
+        verifySlackRequest(SECRET, arriving(body, signSlackRequest(SECRET, body, at(offset))));
+      }
+    });
+
+    const broken: [string, () => ReturnType<typeof requestContext>][] = [
+      ['a changed body byte', () => arriving(flipOneByte(body), valid())],
+      ['another secret', () => arriving(body, signSlackRequest('another-secret', body, now))],
+      ['a timestamp too old', () => arriving(body, signSlackRequest(SECRET, body, at(-301_000)))],
+      ['a timestamp too new', () => arriving(body, signSlackRequest(SECRET, body, at(301_000)))],
+      [
+        'a timestamp other than the signed one',
+        () => arriving(body, { ...valid(), 'x-slack-request-timestamp': String(now.getTime() / 1000 - 1) }),
+      ],
+      [
+        'a timestamp that is not a number',
+        () => arriving(body, { ...valid(), 'x-slack-request-timestamp': 'soon' }),
+      ],
+      [
+        'a missing signature header',
+        () => arriving(body, { 'x-slack-request-timestamp': valid()['x-slack-request-timestamp']! }),
+      ],
+      [
+        'a missing timestamp header',
+        () => arriving(body, { 'x-slack-signature': valid()['x-slack-signature']! }),
+      ],
+      ['a signature of another length', () => arriving(body, { ...valid(), 'x-slack-signature': 'v0=00' })],
+    ];
+    for (const [name, make] of broken) {
+      it(`rejects ${name}`, () => {
+        assert.throws(() => verifySlackRequest(SECRET, make()), WebhookVerificationError);
+      });
+    }
+  });
+
+  describe('normalisation', () => {
+    it('answers url_verification with the challenge and starts nothing', () => {
+      const result = parse(JSON.stringify({ token: 't', type: 'url_verification', challenge: 'c-123' }));
+      assert.deepEqual(result, { kind: 'answer', status: 200, body: { challenge: 'c-123' } });
+    });
+
+    it('turns a user message into an event with a threaded reply', () => {
+      const [event] = eventsOf(parse(callback(userMessage)));
+      assert.equal(event!.provider, 'slack');
+      assert.equal(event!.eventId, 'Ev0001');
+      assert.equal(event!.workflowId, 'webhook:slack:Ev0001');
+      assert.equal(event!.eventType, 'message');
+      assert.equal(event!.occurredAt, '2023-11-14T22:13:20.000Z');
+      assert.equal(event!.redelivery, undefined);
+      assert.deepEqual(event!.conversation, { id: 'T123:C42', version: '1700000000.000100' });
+      assert.deepEqual(event!.message, {
+        id: '1700000000.000100',
+        text: 'what are your opening hours?',
+        user: 'U7',
+      });
+      assert.deepEqual(event!.replyTo, {
+        target: 'slack',
+        kind: 'answer',
+        destination: { channel: 'C42', threadTs: '1700000000.000100' },
+      });
+      assert.equal((event!.payload as { api_app_id: string }).api_app_id, 'A123');
+    });
+
+    it('answers in the existing thread of a threaded message', () => {
+      const [event] = eventsOf(parse(callback({ ...userMessage, thread_ts: '1699999999.000001' })));
+      assert.deepEqual(event!.replyTo?.destination, { channel: 'C42', threadTs: '1699999999.000001' });
+    });
+
+    it('gives the message and app_mention events of one mention the same business key', () => {
+      const [message] = eventsOf(parse(callback(userMessage, { event_id: 'EvMessage' })));
+      const [mention] = eventsOf(
+        parse(
+          callback(
+            {
+              type: 'app_mention',
+              channel: 'C42',
+              user: 'U7',
+              text: '<@UBOT> what are your opening hours?',
+              ts: '1700000000.000100',
+              event_ts: '1700000000.000100',
+            },
+            { event_id: 'EvMention' },
+          ),
+        ),
+      );
+      assert.notEqual(message!.workflowId, mention!.workflowId);
+      assert.equal(mention!.eventType, 'app_mention');
+      assert.equal(chatBusinessKey(message!, 'answer'), 'chat:slack:T123:C42:1700000000.000100:answer');
+      assert.equal(chatBusinessKey(mention!, 'answer'), chatBusinessKey(message!, 'answer'));
+      assert.deepEqual(mention!.replyTo, message!.replyTo);
+    });
+
+    it('records the sender retry number and reason', () => {
+      const [event] = eventsOf(
+        parse(callback(userMessage), { 'x-slack-retry-num': '2', 'x-slack-retry-reason': 'http_timeout' }),
+      );
+      assert.deepEqual(event!.redelivery, { retryNum: 2, retryReason: 'http_timeout' });
+    });
+
+    const noReply: [string, Record<string, unknown>][] = [
+      ['an edited message (subtype)', { ...userMessage, subtype: 'message_changed' }],
+      ['a bot message', { ...userMessage, bot_id: 'B1' }],
+      ['a bot mention', { ...userMessage, type: 'app_mention', bot_id: 'B1' }],
+      ['a reaction', { type: 'reaction_added', user: 'U7', reaction: 'thumbsup', event_ts: '1.2' }],
+    ];
+    for (const [name, payload] of noReply) {
+      it(`records ${name} without asking for a reply`, () => {
+        const [event] = eventsOf(parse(callback(payload)));
+        assert.equal(event!.workflowId, 'webhook:slack:Ev0001');
+        assert.equal(event!.eventType, payload.type);
+        assert.equal(event!.message, undefined);
+        assert.equal(event!.replyTo, undefined);
+      });
+    }
+  });
+
+  describe('malformed bodies (400, no echo of the payload)', () => {
+    const rejects = (body: string, paths: string[]) =>
+      assert.throws(
+        () => parse(body),
+        (err: unknown) => {
+          assert.ok(err instanceof WebhookPayloadError);
+          assert.deepEqual(err.issues.map((i) => i.path.join('.')).sort(), paths);
+          assert.ok(!JSON.stringify([err.message, err.issues]).includes('opening hours'));
+          return true;
+        },
+      );
+
+    it('rejects an event without event_id', () => {
+      const body = JSON.parse(callback(userMessage));
+      delete body.event_id;
+      rejects(JSON.stringify(body), ['event_id']);
+    });
+
+    it('rejects an event id that cannot be part of a workflow id', () => {
+      rejects(callback(userMessage, { event_id: 'Ev 1/../x' }), ['event_id']);
+    });
+
+    it('rejects envelope types other than event_callback and url_verification', () => {
+      rejects(JSON.stringify({ type: 'app_rate_limited', team_id: 'T123', text: 'opening hours' }), ['type']);
+    });
+
+    it('rejects a body that is not JSON', () => {
+      rejects('{"event": "opening hours"', ['']);
+    });
+
+    it('rejects an event_callback without an event', () => {
+      rejects(JSON.stringify({ type: 'event_callback', team_id: 'T1', event_id: 'Ev1', event_time: 1 }), [
+        'event',
+      ]);
+    });
+  });
+});
