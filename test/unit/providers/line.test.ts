@@ -1,0 +1,208 @@
+// The LINE provider: the signature vector, a valid request broken one thing at a time, the verify
+// request, several events in one request, and the normalisation the LINE target relies on.
+import assert from 'node:assert/strict';
+import { validateSignature } from '@line/bot-sdk';
+import { lineProvider, signLineRequest, verifyLineRequest } from '../../../src/providers/line';
+import { WebhookPayloadError, WebhookVerificationError } from '../../../src/providers/types';
+import { chatBusinessKey } from '../../../src/routes';
+import { eventsOf, flipOneByte, requestContext } from './context';
+
+const SECRET = 'test-channel-secret';
+const provider = lineProvider(SECRET);
+const DESTINATION = 'U00000000000000000000000000000000';
+
+function textMessage(overrides: Record<string, unknown> = {}) {
+  return {
+    type: 'message',
+    mode: 'active',
+    timestamp: 1_700_000_000_000,
+    source: { type: 'user', userId: 'Uuser1' },
+    webhookEventId: '01HZZZZZZZZZZZZZZZZZZZZZZ1',
+    deliveryContext: { isRedelivery: false },
+    replyToken: 'reply-token-1',
+    message: {
+      id: '468789577898262530',
+      type: 'text',
+      quoteToken: 'q',
+      text: 'what are your opening hours?',
+    },
+    ...overrides,
+  };
+}
+
+const bodyOf = (...events: object[]) => JSON.stringify({ destination: DESTINATION, events });
+const parse = (body: string) => provider.parse(requestContext(body, signLineRequest(SECRET, body)));
+
+describe('LINE provider', () => {
+  describe('signature', () => {
+    const vectorBody = `{"destination":"${DESTINATION}","events":[]}`;
+    const vectorSignature = '2kBoHxgh5VtBwf8Xo0g7EZleXTRAUAlsOmhia5o/Mto=';
+
+    it('matches the computed vector, and agrees with @line/bot-sdk', () => {
+      assert.equal(signLineRequest(SECRET, vectorBody)['x-line-signature'], vectorSignature);
+      assert.ok(validateSignature(vectorBody, SECRET, vectorSignature));
+      verifyLineRequest(SECRET, requestContext(vectorBody, { 'x-line-signature': vectorSignature }));
+    });
+
+    const body = bodyOf(textMessage());
+    const valid = () => signLineRequest(SECRET, body);
+
+    it('accepts a valid request', () => {
+      verifyLineRequest(SECRET, requestContext(body, valid()));
+    });
+
+    const broken: [string, () => ReturnType<typeof requestContext>][] = [
+      ['a changed body byte', () => requestContext(flipOneByte(body), valid())],
+      ['another secret', () => requestContext(body, signLineRequest('another-secret', body))],
+      ['a missing signature header', () => requestContext(body, { 'content-type': 'application/json' })],
+      ['an empty signature', () => requestContext(body, { 'x-line-signature': '' })],
+      ['a hex signature instead of base64', () => requestContext(body, { 'x-line-signature': 'd9' })],
+    ];
+    for (const [name, make] of broken) {
+      it(`rejects ${name}`, () => {
+        assert.throws(() => verifyLineRequest(SECRET, make()), WebhookVerificationError);
+      });
+    }
+  });
+
+  describe('normalisation', () => {
+    it("answers the console's verify request (no events) with 200 {} and starts nothing", () => {
+      assert.deepEqual(parse(bodyOf()), { kind: 'answer', status: 200, body: {} });
+    });
+
+    it('turns a 1:1 text message into an event with a reply token and its expiry', () => {
+      const [event] = eventsOf(parse(bodyOf(textMessage())));
+      assert.equal(event!.provider, 'line');
+      assert.equal(event!.eventId, '01HZZZZZZZZZZZZZZZZZZZZZZ1');
+      assert.equal(event!.workflowId, 'webhook:line:01HZZZZZZZZZZZZZZZZZZZZZZ1');
+      assert.equal(event!.eventType, 'message');
+      assert.equal(event!.occurredAt, '2023-11-14T22:13:20.000Z');
+      assert.deepEqual(event!.redelivery, { isRedelivery: false });
+      assert.deepEqual(event!.conversation, { id: `${DESTINATION}:Uuser1`, version: '1700000000000' });
+      assert.deepEqual(event!.message, {
+        id: '468789577898262530',
+        text: 'what are your opening hours?',
+        user: 'Uuser1',
+      });
+      assert.deepEqual(event!.replyTo, {
+        target: 'line',
+        kind: 'answer',
+        destination: {
+          to: 'Uuser1',
+          replyToken: 'reply-token-1',
+          replyTokenExpiresAt: '2023-11-14T22:14:20.000Z',
+        },
+      });
+      assert.equal(
+        chatBusinessKey(event!, 'answer'),
+        `chat:line:${DESTINATION}:Uuser1:468789577898262530:answer`,
+      );
+    });
+
+    it('answers a group message in the group, and keeps who wrote it', () => {
+      const [event] = eventsOf(
+        parse(bodyOf(textMessage({ source: { type: 'group', groupId: 'Cgroup1', userId: 'Uuser1' } }))),
+      );
+      assert.equal(event!.conversation?.id, `${DESTINATION}:Cgroup1`);
+      assert.equal(event!.message?.user, 'Uuser1');
+      assert.equal(event!.replyTo?.destination.to, 'Cgroup1');
+    });
+
+    it('answers a room message in the room', () => {
+      const [event] = eventsOf(parse(bodyOf(textMessage({ source: { type: 'room', roomId: 'Rroom1' } }))));
+      assert.equal(event!.conversation?.id, `${DESTINATION}:Rroom1`);
+      assert.equal(event!.message?.user, undefined);
+      assert.equal(event!.replyTo?.destination.to, 'Rroom1');
+    });
+
+    it('gives a message without text (a sticker) an empty text', () => {
+      const [event] = eventsOf(
+        parse(
+          bodyOf(textMessage({ message: { id: 'm2', type: 'sticker', packageId: '1', stickerId: '2' } })),
+        ),
+      );
+      assert.deepEqual(event!.message, { id: 'm2', text: '', user: 'Uuser1' });
+    });
+
+    it('records a redelivery', () => {
+      const [event] = eventsOf(parse(bodyOf(textMessage({ deliveryContext: { isRedelivery: true } }))));
+      assert.deepEqual(event!.redelivery, { isRedelivery: true });
+    });
+
+    it('makes one event per event in the request, each with its own workflow id', () => {
+      const events = eventsOf(
+        parse(
+          bodyOf(
+            textMessage({ webhookEventId: 'EVT1' }),
+            textMessage({ webhookEventId: 'EVT2', message: { id: 'm2', type: 'text', text: 'second' } }),
+            {
+              type: 'follow',
+              mode: 'active',
+              timestamp: 1_700_000_000_500,
+              source: { type: 'user', userId: 'Uuser2' },
+              webhookEventId: 'EVT3',
+              deliveryContext: { isRedelivery: false },
+              replyToken: 'reply-token-3',
+            },
+          ),
+        ),
+      );
+      assert.deepEqual(
+        events.map((e) => [e.workflowId, e.eventType, e.message?.id]),
+        [
+          ['webhook:line:EVT1', 'message', '468789577898262530'],
+          ['webhook:line:EVT2', 'message', 'm2'],
+          ['webhook:line:EVT3', 'follow', undefined],
+        ],
+      );
+      assert.equal(events[2]!.replyTo, undefined);
+      assert.deepEqual(events[1]!.payload, {
+        destination: DESTINATION,
+        events: [
+          textMessage({ webhookEventId: 'EVT2', message: { id: 'm2', type: 'text', text: 'second' } }),
+        ],
+      });
+    });
+
+    it('records a message in standby mode without asking for a reply', () => {
+      const [event] = eventsOf(parse(bodyOf(textMessage({ mode: 'standby', replyToken: undefined }))));
+      assert.equal(event!.workflowId, 'webhook:line:01HZZZZZZZZZZZZZZZZZZZZZZ1');
+      assert.equal(event!.replyTo, undefined);
+    });
+  });
+
+  describe('malformed bodies (400, no echo of the payload)', () => {
+    const rejects = (body: string, paths: string[]) =>
+      assert.throws(
+        () => parse(body),
+        (err: unknown) => {
+          assert.ok(err instanceof WebhookPayloadError);
+          assert.deepEqual(err.issues.map((i) => i.path.join('.')).sort(), paths);
+          assert.ok(!JSON.stringify([err.message, err.issues]).includes('opening hours'));
+          return true;
+        },
+      );
+
+    it('rejects the whole request when one event has no webhookEventId', () => {
+      rejects(bodyOf(textMessage({ webhookEventId: 'EVT1' }), textMessage({ webhookEventId: undefined })), [
+        'events.1.webhookEventId',
+      ]);
+    });
+
+    it('rejects an event id that cannot be part of a workflow id', () => {
+      rejects(bodyOf(textMessage({ webhookEventId: 'a/b c' })), ['events.0.webhookEventId']);
+    });
+
+    it('rejects a body without destination or events', () => {
+      rejects(JSON.stringify({ text: 'opening hours' }), ['destination', 'events']);
+    });
+
+    it('rejects an event without a timestamp', () => {
+      rejects(bodyOf(textMessage({ timestamp: 'yesterday' })), ['events.0.timestamp']);
+    });
+
+    it('rejects a body that is not JSON', () => {
+      rejects('opening hours', ['']);
+    });
+  });
+});
