@@ -1,0 +1,105 @@
+// Dedupe at the front door: the workflow id `webhook:<provider>:<eventId>` lets exactly one of many
+// concurrent deliveries start a workflow; the rest, and any redelivery after it closed, are answered
+// `200 duplicate` and change nothing.
+import assert from 'node:assert/strict';
+import type { Client } from '@temporalio/client';
+import type { ReceiverHandle } from '../../src/receiver';
+import { connectClient, type TemporalClient } from '../../src/temporal/client';
+import { FakeTarget } from '../helpers/fake-target';
+import {
+  counterValue,
+  metricsOf,
+  post,
+  STD_SECRET,
+  STD_SOURCE,
+  sandboxRequest,
+  standardRequest,
+  startTestReceiver,
+} from '../helpers/receiver';
+import { devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
+import { testConfig, withWorker } from '../helpers/system';
+import { effectRows } from '../helpers/workflows';
+
+const DELIVERIES = 50;
+
+describe('receiver: concurrent and late redeliveries (dev server, PostgreSQL, HTTP)', function () {
+  this.timeout(120_000);
+  const config = testConfig({ STANDARD_WEBHOOKS_SECRETS: `${STD_SOURCE}=${STD_SECRET}` });
+  let receiver: ReceiverHandle;
+  let temporal: TemporalClient;
+  let client: Client;
+  const target = new FakeTarget();
+
+  before(async () => {
+    const server = await devServer();
+    await target.start();
+    receiver = await startTestReceiver({ config, temporalAddress: server.address });
+    temporal = await connectClient(server.address, 'default', TEST_ENCRYPTION_KEY);
+    client = temporal.client;
+  });
+  after(async () => {
+    await receiver?.stop();
+    await temporal?.close();
+    await target.stop();
+  });
+
+  const runsOf = async (workflowId: string) => {
+    const runs: string[] = [];
+    for await (const run of client.workflow.list({ query: `WorkflowId = '${workflowId}'` }))
+      runs.push(run.runId);
+    return runs;
+  };
+
+  it(`starts one workflow for ${DELIVERIES} concurrent deliveries of one event and answers the rest 200 duplicate`, async () => {
+    const request = sandboxRequest(config);
+    const workflowId = `webhook:sandbox:${request.eventId}`;
+    const before = await metricsOf(receiver);
+
+    const responses = await Promise.all(Array.from({ length: DELIVERIES }, () => post(receiver, request)));
+    const answers = await Promise.all(
+      responses.map(async (r) => ({ status: r.status, body: (await r.json()) as unknown })),
+    );
+    const accepted = answers.filter((a) => a.status === 202);
+    const duplicates = answers.filter((a) => a.status === 200);
+    assert.deepEqual(accepted, [{ status: 202, body: { status: 'accepted', workflowId } }]);
+    assert.equal(duplicates.length, DELIVERIES - 1);
+    for (const d of duplicates) assert.deepEqual(d.body, { status: 'duplicate', workflowId });
+    assert.equal((await runsOf(workflowId)).length, 1, 'exactly one workflow run');
+
+    const after = await metricsOf(receiver);
+    const moved = (outcome: string) =>
+      counterValue(after, 'replyflow_webhook_requests_total', { provider: 'sandbox', outcome }) -
+      counterValue(before, 'replyflow_webhook_requests_total', { provider: 'sandbox', outcome });
+    assert.equal(moved('accepted'), 1);
+    assert.equal(moved('duplicate'), DELIVERIES - 1);
+
+    const server = await devServer();
+    const result = await withWorker(
+      { address: server.address, config: { ...config, SANDBOX_API_URL: target.url } },
+      () => client.workflow.getHandle(workflowId).result(),
+    );
+    assert.equal(result.state, 'succeeded');
+    const [effect, ...others] = await effectRows(`chat:sandbox:${request.conversationId}:`);
+    assert.equal(others.length, 0);
+    assert.equal(target.sendsFor(effect.id).length, 1, 'one reply reached the target');
+  });
+
+  it('answers 200 duplicate to a redelivery after the workflow closed, and starts no new run', async () => {
+    const first = standardRequest();
+    const workflowId = `webhook:std.orders:${first.eventId}`;
+    const accepted = await post(receiver, first);
+    assert.equal(accepted.status, 202);
+    const server = await devServer();
+    await withWorker({ address: server.address, config }, () =>
+      client.workflow.getHandle(workflowId).result(),
+    );
+    assert.equal((await client.workflow.getHandle(workflowId).describe()).status.name, 'COMPLETED');
+
+    // A sender's later retry: same id, a fresh timestamp and signature.
+    const redelivery = standardRequest({ eventId: first.eventId, body: first.body });
+    const answer = await post(receiver, redelivery);
+    assert.equal(answer.status, 200);
+    assert.deepEqual(await answer.json(), { status: 'duplicate', workflowId });
+    assert.equal((await runsOf(workflowId)).length, 1);
+  });
+});
