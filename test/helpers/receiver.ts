@@ -43,17 +43,27 @@ export interface SignedRequest {
 /** A sandbox chat message, signed as the sandbox page signs it. */
 export function sandboxRequest(
   config: Config,
-  options: { eventId?: string; conversationId?: string; messageId?: string; text?: string; at?: Date } = {},
+  options: {
+    eventId?: string;
+    conversationId?: string;
+    messageId?: string;
+    text?: string;
+    at?: Date;
+    /** Replaces the whole message (still signed). */
+    body?: string;
+  } = {},
 ): SignedRequest & { eventId: string; conversationId: string } {
   const eventId = options.eventId ?? uniqueId('evt_');
   const conversationId = options.conversationId ?? uniqueId('c');
-  const body = JSON.stringify({
-    type: 'message',
-    conversationId,
-    messageId: options.messageId ?? 'm1',
-    text: options.text ?? 'what are your opening hours?',
-    sentAt: new Date().toISOString(),
-  });
+  const body =
+    options.body ??
+    JSON.stringify({
+      type: 'message',
+      conversationId,
+      messageId: options.messageId ?? 'm1',
+      text: options.text ?? 'what are your opening hours?',
+      sentAt: new Date().toISOString(),
+    });
   return {
     path: '/webhooks/sandbox',
     headers: signStandardWebhook(config.SANDBOX_WEBHOOK_SECRET, eventId, body, options.at),
