@@ -347,7 +347,11 @@ export async function handleEvent(event: InboundEvent): Promise<EventResult> {
     if (leaseLeft > 0) await sleep(leaseLeft);
     for (const delay of [0, capabilities.consistencyDelayMs]) {
       if (delay > 0) await sleep(delay);
-      const found = await lookups.lookup({ effectId, step });
+      // A lookup that keeps failing (missing scope, target down) proves nothing either way: hold.
+      const found = await lookups.lookup({ effectId, step }).catch((err: unknown) => {
+        log.warn('lookup failed', { workflowId, error: err instanceof Error ? err.message : String(err) });
+        return { found: false as const };
+      });
       if (found.found) {
         await records.recordResult({ effectId, status: 'succeeded', externalId: found.externalId });
         return found.externalId;
