@@ -107,8 +107,9 @@ export function effectActivities({ pool, targets }: ActivityDeps) {
         external_id: string | null;
         leased: boolean;
         lease_expires_at: Date | null;
+        created_at: Date;
       }>(
-        'SELECT status, external_id, lease_expires_at, lease_expires_at > now() AS leased FROM effects WHERE id = $1',
+        'SELECT status, external_id, lease_expires_at, lease_expires_at > now() AS leased, created_at FROM effects WHERE id = $1',
         [input.effectId],
       );
       const row = rows[0];
@@ -127,11 +128,17 @@ export function effectActivities({ pool, targets }: ActivityDeps) {
       }
       const target = targets.get(input.step.target);
       if (target?.lookup) {
-        const found = await target.lookup({
-          effectId: input.effectId,
-          step: input.step,
-          signal: AbortSignal.timeout(20_000),
-        });
+        const found = await target
+          .lookup({
+            effectId: input.effectId,
+            step: input.step,
+            signal: AbortSignal.timeout(20_000),
+            notBefore: row.created_at,
+          })
+          .catch((err: unknown) => ({ failed: err instanceof Error ? err.message : String(err) }));
+        // Without an answer from the lookup, a resend could double the effect: refuse, and say why.
+        if ('failed' in found)
+          return { kind: 'wait', detail: `could not look the result up (${found.failed}); try again later` };
         if (found.found) {
           await pool.query(
             `UPDATE effects SET status = 'succeeded', external_id = $2, completed_at = now(), updated_at = now()

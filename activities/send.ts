@@ -21,8 +21,15 @@ export function retryDelayMs(attempt: number, retryAfterMs?: number, random = Ma
 type Lease = { kind: 'lease'; token: number; expiresAt: Date } | { kind: 'outcome'; outcome: SendOutcome };
 
 export function sendActivities({ pool, targets, logger }: ActivityDeps) {
-  /** Marks the row `sending` under a new lease, or says why this attempt must not send. */
-  async function takeLease(effectId: string, leaseMs: number, idempotent: boolean): Promise<Lease> {
+  /**
+   * Marks the row `sending` under a new lease, or says why this attempt must not send.
+   * `resendSafe(attempt)`: whether that earlier attempt carried an idempotency key the target dedupes on.
+   */
+  async function takeLease(
+    effectId: string,
+    leaseMs: number,
+    resendSafe: (attempt: number) => boolean,
+  ): Promise<Lease> {
     const client = await pool.connect();
     try {
       await client.query('BEGIN');
@@ -66,7 +73,7 @@ export function sendActivities({ pool, targets, logger }: ActivityDeps) {
               nextRetryDelay: Math.max(leftMs, 0) + LEASE_MARGIN_MS,
             });
           }
-          if (!idempotent) {
+          if (!resendSafe(row.attempts)) {
             // The earlier attempt may have reached the target: its outcome is unknown.
             await client.query(`UPDATE effects SET status = 'unknown', updated_at = now() WHERE id = $1`, [
               effectId,
@@ -76,7 +83,7 @@ export function sendActivities({ pool, targets, logger }: ActivityDeps) {
           }
           break;
         case 'unknown':
-          if (!idempotent) {
+          if (!resendSafe(row.attempts)) {
             await client.query('COMMIT');
             return unknown('the outcome of an earlier attempt is unknown');
           }
@@ -130,7 +137,7 @@ export function sendActivities({ pool, targets, logger }: ActivityDeps) {
     err: unknown,
     effectId: string,
     token: number,
-    idempotent: boolean,
+    resendSafe: boolean,
     attempt: number,
     log: ActivityDeps['logger'],
   ): Promise<SendOutcome> {
@@ -139,7 +146,8 @@ export function sendActivities({ pool, targets, logger }: ActivityDeps) {
         ? err
         : new TargetError('unknown', `unexpected error while sending: ${(err as Error).message}`);
     log.warn({ errorClass: classified.errorClass, error: classified.message }, 'send failed');
-    if (classified.errorClass === 'retryable' || (classified.errorClass === 'unknown' && idempotent)) {
+    const keyed = classified.details.resendSafe ?? resendSafe;
+    if (classified.errorClass === 'retryable' || (classified.errorClass === 'unknown' && keyed)) {
       // Known not applied, or the target dedupes on our key: the next attempt resends with the same key.
       const delay = retryDelayMs(attempt, classified.details.retryAfterMs);
       await settle(
@@ -191,11 +199,12 @@ export function sendActivities({ pool, targets, logger }: ActivityDeps) {
       const target = targets.get(input.step.target);
       if (!target)
         throw ApplicationFailure.nonRetryable(`no target named "${input.step.target}"`, 'UnknownTargetError');
-      const idempotent = target.capabilities.idempotencyKey;
+      const resendSafe = (attempt: number) =>
+        target.resendSafe?.(input.step, attempt) ?? target.capabilities.idempotencyKey;
       const lease = await takeLease(
         input.effectId,
         Math.max(info.startToCloseTimeoutMs - LEASE_MARGIN_MS, 1000),
-        idempotent,
+        resendSafe,
       );
       if (lease.kind === 'outcome') return lease.outcome;
       const { token } = lease;
@@ -218,9 +227,10 @@ export function sendActivities({ pool, targets, logger }: ActivityDeps) {
           step: input.step,
           body: input.body,
           signal: AbortSignal.timeout(Math.floor(left - WRITE_MARGIN_MS)),
+          attempt: token,
         }));
       } catch (err) {
-        return handleFailure(err, input.effectId, token, idempotent, info.attempt, log);
+        return handleFailure(err, input.effectId, token, resendSafe(token), info.attempt, log);
       }
       // A late answer still counts as evidence that it was sent, whatever happened to the lease. If
       // this write fails (a crash between the target's acceptance and the record), the row stays
@@ -235,15 +245,29 @@ export function sendActivities({ pool, targets, logger }: ActivityDeps) {
       return { result: 'succeeded', externalId, attempts: token };
     },
 
-    /** Asks the target whether our effect is already there (by effect id / reference). */
+    /**
+     * Asks the target whether our effect is already there (by effect id / reference), from the time
+     * the effect was claimed. A permanent lookup error is not retried: the workflow then holds.
+     */
     async lookup(input: { effectId: string; step: StepPlan }): Promise<LookupOutcome> {
       const target = targets.get(input.step.target);
       if (!target?.lookup) return { found: false };
-      return target.lookup({
-        effectId: input.effectId,
-        step: input.step,
-        signal: AbortSignal.timeout(20_000),
-      });
+      const { rows } = await pool.query<{ created_at: Date }>(
+        'SELECT created_at FROM effects WHERE id = $1',
+        [input.effectId],
+      );
+      try {
+        return await target.lookup({
+          effectId: input.effectId,
+          step: input.step,
+          signal: AbortSignal.timeout(20_000),
+          notBefore: rows[0]?.created_at,
+        });
+      } catch (err) {
+        if (err instanceof TargetError && err.errorClass === 'permanent')
+          throw ApplicationFailure.nonRetryable(err.message, 'PermanentLookupError');
+        throw err;
+      }
     },
   };
 }

@@ -11,12 +11,16 @@ export interface SendRequest {
   body: { text?: string; json?: unknown };
   /** Aborts the request when the attempt's lease runs out. */
   signal: AbortSignal;
+  /** This attempt's number on the effect row: 1 for the first; resends after held or failed keep counting. */
+  attempt: number;
 }
 
 export interface LookupRequest {
   effectId: string;
   step: StepPlan;
   signal: AbortSignal;
+  /** When the effect was claimed: nothing we sent for it is older, so history scans can start here. */
+  notBefore?: Date;
 }
 
 export interface TargetAdapter {
@@ -26,6 +30,12 @@ export interface TargetAdapter {
   send(request: SendRequest): Promise<{ externalId: string }>;
   /** Present when capabilities.lookup is: finds an effect already applied, by our effect id. */
   lookup?(request: LookupRequest): Promise<{ found: true; externalId: string } | { found: false }>;
+  /**
+   * Whether attempt `attempt` of this step carried our idempotency key, so that resending with the
+   * same key settles its unknown outcome. Absent: `capabilities.idempotencyKey` for every attempt.
+   * For targets where only some requests dedupe (LINE: a push does, a reply-token request does not).
+   */
+  resendSafe?(step: StepPlan, attempt: number): boolean;
 }
 
 /** Thrown by an adapter with its classification of what went wrong. Messages never carry message text or secrets. */
@@ -41,6 +51,11 @@ export class TargetError extends Error {
       fix?: string;
       /** The request was never written (e.g. connection refused): safe to retry even without a key. */
       notSent?: boolean;
+      /**
+       * For an unknown outcome: whether the request that may have been applied carried our
+       * idempotency key. Overrides the adapter's `resendSafe` when the adapter knows better.
+       */
+      resendSafe?: boolean;
     } = {},
   ) {
     super(message);
@@ -56,4 +71,11 @@ export function parseRetryAfter(value: string | null | undefined, now = Date.now
   if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000;
   const at = Date.parse(value);
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+/** The text of a chat message: the responder's reply, or a route's `text` (a payload `{ text }`). */
+export function messageText(body: SendRequest['body']): string | undefined {
+  if (typeof body.text === 'string') return body.text;
+  const json = body.json as { text?: unknown } | undefined;
+  return typeof json?.text === 'string' ? json.text : undefined;
 }
