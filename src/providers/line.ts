@@ -78,7 +78,8 @@ function normalise(destination: string, event: LineEvent, ctx: RequestContext): 
     payload: { destination, events: [event] },
   };
   if (event.deliveryContext) normalised.redelivery = { isRedelivery: event.deliveryContext.isRedelivery };
-  // In standby mode another module owns the chat: the event is recorded but not answered.
+  // In standby mode another module owns the chat and "the bot server … shouldn't send any messages"
+  // (@line/bot-sdk EventBase.mode, checked Nov 2026): the event is recorded but not answered.
   if (event.type !== 'message' || event.mode === 'standby') return normalised;
   const parsed = messageEvent.safeParse(event);
   if (!parsed.success) return normalised;
