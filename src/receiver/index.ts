@@ -10,6 +10,7 @@ import { createProviders } from '../providers';
 import { sandboxRouter } from '../sandbox/api';
 import { dataConverter } from '../temporal/client';
 import { createReceiverApp } from './app';
+import { DeadlineCalls } from './deadline-calls';
 import { temporalEventStarter } from './start-event';
 
 /** A probe slower than this counts as down: a load balancer's check must not hang. */
@@ -38,23 +39,25 @@ export async function startReceiver(options: {
     namespace: config.TEMPORAL_NAMESPACE,
     dataConverter: dataConverter(options.encryptionKey),
   });
+  const calls = new DeadlineCalls(connection);
   const port = options.port ?? config.PORT;
   let selfUrl = `http://127.0.0.1:${port}`;
   const app = createReceiverApp({
     providers: createProviders(config),
-    starter: temporalEventStarter(
+    starter: temporalEventStarter({
       client,
-      connection,
-      config.TEMPORAL_TASK_QUEUE,
-      config.WEBHOOK_START_DEADLINE_MS,
-    ),
+      calls,
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+      deadlineMs: config.WEBHOOK_START_DEADLINE_MS,
+    }),
     readiness: async () => {
       const [temporal, postgres] = await Promise.all([
-        answersWithin(READINESS_DEADLINE_MS, () =>
-          connection.withDeadline(Date.now() + READINESS_DEADLINE_MS, () =>
-            connection.workflowService.getSystemInfo({}),
+        calls
+          .run(READINESS_DEADLINE_MS, () => connection.workflowService.getSystemInfo({}))
+          .then(
+            () => true,
+            () => false,
           ),
-        ),
         answersWithin(READINESS_DEADLINE_MS, () => pool.query('SELECT 1')),
       ]);
       return { temporal, postgres };
@@ -92,7 +95,7 @@ export async function startReceiver(options: {
     async stop() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      await connection.close();
+      await calls.close();
     },
   };
 }
