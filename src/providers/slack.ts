@@ -100,13 +100,14 @@ function personMessage(event: unknown) {
   return parsed.data;
 }
 
+/** Slack's retry headers, for the ledger; they are not signed, so only well-formed values are kept. */
 function redeliveryOf(ctx: RequestContext): InboundEvent['redelivery'] {
   const retryNum = header(ctx.headers, 'x-slack-retry-num');
   const retryReason = header(ctx.headers, 'x-slack-retry-reason');
   if (retryNum === undefined && retryReason === undefined) return undefined;
   return {
-    ...(retryNum !== undefined && /^\d+$/.test(retryNum) ? { retryNum: Number(retryNum) } : {}),
-    ...(retryReason !== undefined ? { retryReason } : {}),
+    ...(retryNum !== undefined && /^\d{1,3}$/.test(retryNum) ? { retryNum: Number(retryNum) } : {}),
+    ...(retryReason !== undefined && /^[a-z_]{1,40}$/.test(retryReason) ? { retryReason } : {}),
   };
 }
 
