@@ -64,11 +64,37 @@ const durations = (fallback: string) =>
       return list as number[];
     });
 
+const keyIdPattern = /^[\w.-]{1,64}$/;
+
 const encryptionKey = z
   .string()
   .optional()
   .refine((v) => v === undefined || Buffer.from(v, 'base64').length === 32, {
     message: 'must be 32 bytes, base64-encoded (e.g. `openssl rand -base64 32`)',
+  });
+
+/** `id=base64key,id2=base64key` → { id: 'base64key', … }: further keys the payload codec decrypts with. */
+const decryptionKeys = z
+  .string()
+  .optional()
+  .transform((value, ctx) => {
+    const keys: Record<string, string> = {};
+    if (!value) return keys;
+    for (const entry of value.split(',')) {
+      const at = entry.indexOf('=');
+      const id = entry.slice(0, Math.max(at, 0)).trim();
+      const key = entry.slice(at + 1).trim();
+      if (!id || !key || !keyIdPattern.test(id) || Buffer.from(key, 'base64').length !== 32) {
+        ctx.addIssue({
+          code: 'custom',
+          message:
+            'expected id=key pairs separated by commas (id: letters, digits, ., - and _; key: 32 bytes, base64)',
+        });
+        return z.NEVER;
+      }
+      keys[id] = key;
+    }
+    return keys;
   });
 
 export const configSchema = z.object({
@@ -80,11 +106,30 @@ export const configSchema = z.object({
   TEMPORAL_NAMESPACE: z.string().default('default'),
   TEMPORAL_TASK_QUEUE: z.string().default('replyflow'),
   TEMPORAL_UI_PORT: port.default(8233),
+  /**
+   * Connection security for TEMPORAL_ADDRESS, named as in Temporal's own client environment
+   * configuration. Unset TEMPORAL_TLS → TLS whenever an API key or any TLS file is set.
+   */
+  TEMPORAL_TLS: z.enum(['true', 'false']).optional(),
+  TEMPORAL_TLS_CLIENT_CERT_PATH: optional,
+  TEMPORAL_TLS_CLIENT_KEY_PATH: optional,
+  TEMPORAL_TLS_SERVER_CA_CERT_PATH: optional,
+  /** Overrides the name the server certificate is checked against (SNI), e.g. behind a proxy. */
+  TEMPORAL_TLS_SERVER_NAME: optional,
+  /** Temporal Cloud API key, sent as a bearer token. */
+  TEMPORAL_API_KEY: optional,
   /** Unset → the launcher starts an embedded PostgreSQL. */
   DATABASE_URL: optional,
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(500).default(10),
   /** AES-256-GCM key for payloads in Temporal history; the launcher generates one under the data dir if unset. */
   REPLYFLOW_ENCRYPTION_KEY: encryptionKey,
+  /** Stored with every payload the key encrypts, so that a rotated-out key can still be found by id. */
+  REPLYFLOW_ENCRYPTION_KEY_ID: z
+    .string()
+    .regex(keyIdPattern, 'letters, digits, ., - and _')
+    .default('default'),
+  /** Keys being rotated in or out, `id=base64key,…`: accepted for decryption, never used to encrypt. */
+  REPLYFLOW_DECRYPTION_KEYS: decryptionKeys,
   /** Largest webhook body accepted, in bytes (413 above). */
   WEBHOOK_BODY_LIMIT: z.coerce
     .number()

@@ -11,7 +11,7 @@ import type { Logger } from './logger';
 import { faqResponder, loadFaqFile } from './responders/faq';
 import { defaultPlans } from './routes';
 import { createTargets } from './targets';
-import { dataConverter } from './temporal/client';
+import { connectionSecurity, dataConverter, keyring } from './temporal/client';
 
 export const WORKFLOWS_PATH = path.resolve(__dirname, '..', 'workflows');
 
@@ -66,7 +66,10 @@ export async function createWorker(
 ): Promise<{ worker: Worker; connection: NativeConnection }> {
   installRuntime();
   const { config, logger } = options;
-  const connection = await NativeConnection.connect({ address: options.temporalAddress });
+  const connection = await NativeConnection.connect({
+    address: options.temporalAddress,
+    ...connectionSecurity(config),
+  });
   const activities = createActivities({
     pool: options.pool,
     targets: createTargets(config),
@@ -87,7 +90,7 @@ export async function createWorker(
     namespace: config.TEMPORAL_NAMESPACE,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     activities,
-    dataConverter: dataConverter(options.encryptionKey),
+    dataConverter: dataConverter(options.encryptionKey, keyring(config)),
     ...(options.workerOptions?.workflowBundle ? {} : { workflowsPath: WORKFLOWS_PATH }),
     ...options.workerOptions,
   });

@@ -8,7 +8,7 @@ import type { Logger } from '../logger';
 import { createReceiverMetrics } from '../metrics';
 import { createProviders } from '../providers';
 import { sandboxRouter } from '../sandbox/api';
-import { dataConverter } from '../temporal/client';
+import { connectionSecurity, dataConverter, keyring } from '../temporal/client';
 import { createReceiverApp } from './app';
 import { DeadlineCalls } from './deadline-calls';
 import { temporalEventStarter } from './start-event';
@@ -33,11 +33,15 @@ export async function startReceiver(options: {
 }): Promise<ReceiverHandle> {
   const { config, pool, logger } = options;
   // Lazy: the receiver starts (and answers 503) even while Temporal is down.
-  const connection = Connection.lazy({ address: options.temporalAddress, connectTimeout: 2000 });
+  const connection = Connection.lazy({
+    address: options.temporalAddress,
+    connectTimeout: 2000,
+    ...connectionSecurity(config),
+  });
   const client = new Client({
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
-    dataConverter: dataConverter(options.encryptionKey),
+    dataConverter: dataConverter(options.encryptionKey, keyring(config)),
   });
   const calls = new DeadlineCalls(connection);
   const port = options.port ?? config.PORT;

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type TLSConfig } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import type { Config } from '../config';
 import { AesGcmPayloadCodec } from './codec';
@@ -31,8 +31,99 @@ export function resolveEncryptionKey(config: Config, options: { create?: boolean
   return key;
 }
 
-export function dataConverter(encryptionKey: string): DataConverter {
-  return { payloadCodecs: [AesGcmPayloadCodec.fromBase64(encryptionKey)] };
+/** Which key id new payloads carry, and the other keys (by id) that older or newer payloads may carry. */
+export interface Keyring {
+  keyId?: string;
+  decryptionKeys?: Record<string, string>;
+}
+
+export function keyring(config: Config): Keyring {
+  return { keyId: config.REPLYFLOW_ENCRYPTION_KEY_ID, decryptionKeys: config.REPLYFLOW_DECRYPTION_KEYS };
+}
+
+/** The codec every role and the codec server share: encrypts with the current key, decrypts with any. */
+export function payloadCodec(encryptionKey: string, keys: Keyring = {}): AesGcmPayloadCodec {
+  const keyId = keys.keyId ?? 'default';
+  const others = keys.decryptionKeys ?? {};
+  if (keyId in others) {
+    throw new Error(
+      `REPLYFLOW_DECRYPTION_KEYS lists the current key id "${keyId}": give the new key a new REPLYFLOW_ENCRYPTION_KEY_ID`,
+    );
+  }
+  const decryptionKeys = Object.fromEntries(
+    Object.entries(others).map(([id, key]) => [id, Buffer.from(key, 'base64')]),
+  );
+  return new AesGcmPayloadCodec(Buffer.from(encryptionKey, 'base64'), keyId, decryptionKeys);
+}
+
+export function dataConverter(encryptionKey: string, keys: Keyring = {}): DataConverter {
+  return { payloadCodecs: [payloadCodec(encryptionKey, keys)] };
+}
+
+/** What the receiver, the worker and the CLI add to `{ address }` to reach a secured frontend. */
+export interface ConnectionSecurity {
+  tls: TLSConfig | false;
+  apiKey?: string;
+}
+
+/** Thrown when the TLS / API key settings contradict each other or name files that cannot be read. */
+export class ConnectionSecurityError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid Temporal connection settings:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConnectionSecurityError';
+  }
+}
+
+/**
+ * TLS (server CA, client certificate pair, server name) and API key for TEMPORAL_ADDRESS, following
+ * Temporal's client environment configuration: an API key or any TLS file turns TLS on unless
+ * TEMPORAL_TLS=false. Every problem is listed at once; file contents never appear in errors.
+ */
+export function connectionSecurity(config: Config): ConnectionSecurity {
+  const problems: string[] = [];
+  const files = {
+    TEMPORAL_TLS_CLIENT_CERT_PATH: config.TEMPORAL_TLS_CLIENT_CERT_PATH,
+    TEMPORAL_TLS_CLIENT_KEY_PATH: config.TEMPORAL_TLS_CLIENT_KEY_PATH,
+    TEMPORAL_TLS_SERVER_CA_CERT_PATH: config.TEMPORAL_TLS_SERVER_CA_CERT_PATH,
+  };
+  const tlsDetails = Object.values(files).some(Boolean) || Boolean(config.TEMPORAL_TLS_SERVER_NAME);
+  const anything = tlsDetails || Boolean(config.TEMPORAL_API_KEY) || config.TEMPORAL_TLS === 'true';
+  if (anything && !config.TEMPORAL_ADDRESS) {
+    problems.push(
+      'TEMPORAL_TLS* / TEMPORAL_API_KEY apply to TEMPORAL_ADDRESS, which is unset (the embedded dev server is plaintext)',
+    );
+  }
+  if (config.TEMPORAL_TLS === 'false' && tlsDetails) {
+    problems.push('TEMPORAL_TLS=false contradicts the TEMPORAL_TLS_* settings: remove one or the other');
+  }
+  if (Boolean(files.TEMPORAL_TLS_CLIENT_CERT_PATH) !== Boolean(files.TEMPORAL_TLS_CLIENT_KEY_PATH)) {
+    problems.push(
+      'TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH go together: set both or neither',
+    );
+  }
+  const contents: Partial<Record<keyof typeof files, Buffer>> = {};
+  for (const [name, file] of Object.entries(files) as [keyof typeof files, string | undefined][]) {
+    if (!file) continue;
+    try {
+      contents[name] = readFileSync(file);
+    } catch (err) {
+      problems.push(`${name}: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
+  }
+  if (problems.length > 0) throw new ConnectionSecurityError(problems);
+
+  const useTls = config.TEMPORAL_TLS ? config.TEMPORAL_TLS === 'true' : anything;
+  const tls: TLSConfig | false = useTls
+    ? {
+        serverNameOverride: config.TEMPORAL_TLS_SERVER_NAME,
+        serverRootCACertificate: contents.TEMPORAL_TLS_SERVER_CA_CERT_PATH,
+        clientCertPair:
+          contents.TEMPORAL_TLS_CLIENT_CERT_PATH && contents.TEMPORAL_TLS_CLIENT_KEY_PATH
+            ? { crt: contents.TEMPORAL_TLS_CLIENT_CERT_PATH, key: contents.TEMPORAL_TLS_CLIENT_KEY_PATH }
+            : undefined,
+      }
+    : false;
+  return config.TEMPORAL_API_KEY ? { tls, apiKey: config.TEMPORAL_API_KEY } : { tls };
 }
 
 export interface TemporalClient {
@@ -41,13 +132,16 @@ export interface TemporalClient {
   close(): Promise<void>;
 }
 
+/** `security` and `keys` come from {@link connectionSecurity} and {@link keyring} for a configured server. */
 export async function connectClient(
   address: string,
   namespace: string,
   encryptionKey: string,
+  security: Partial<ConnectionSecurity> = {},
+  keys: Keyring = {},
 ): Promise<TemporalClient> {
   // connectTimeout bounds the first connection; later calls carry their own deadlines.
-  const connection = await Connection.connect({ address, connectTimeout: 5000 });
-  const client = new Client({ connection, namespace, dataConverter: dataConverter(encryptionKey) });
+  const connection = await Connection.connect({ address, connectTimeout: 5000, ...security });
+  const client = new Client({ connection, namespace, dataConverter: dataConverter(encryptionKey, keys) });
   return { client, connection, close: () => connection.close() };
 }
