@@ -1,15 +1,39 @@
 // The registry of outbound targets. A new target is one module under src/targets/ plus one line here.
+// A provider's target registers only when its credentials are configured; route endpoints add `http:<name>`.
 import type { Config } from '../config';
+import { githubTarget } from './github';
+import { type HttpEndpoint, httpTarget } from './http';
+import { lineTarget } from './line';
 import { SANDBOX_MODES, sandboxTarget } from './sandbox';
+import { slackTarget } from './slack';
 import type { TargetAdapter } from './types';
 
 export type TargetRegistry = ReadonlyMap<string, TargetAdapter>;
 
-export function createTargets(config: Config): TargetRegistry {
+export function createTargets(config: Config, endpoints: Record<string, HttpEndpoint> = {}): TargetRegistry {
   const targets: TargetAdapter[] = [];
   if (config.SANDBOX_ENABLED) {
     const base = config.SANDBOX_API_URL ?? `http://127.0.0.1:${config.PORT}/sandbox/api`;
     for (const mode of SANDBOX_MODES) targets.push(sandboxTarget(mode, base));
   }
+  if (config.SLACK_BOT_TOKEN)
+    targets.push(slackTarget({ token: config.SLACK_BOT_TOKEN, apiUrl: config.SLACK_API_URL }));
+  if (config.LINE_CHANNEL_ACCESS_TOKEN)
+    targets.push(
+      lineTarget({ channelAccessToken: config.LINE_CHANNEL_ACCESS_TOKEN, apiUrl: config.LINE_API_URL }),
+    );
+  if (config.GITHUB_TOKEN)
+    targets.push(githubTarget({ token: config.GITHUB_TOKEN, apiUrl: config.GITHUB_API_URL }));
+  for (const [name, endpoint] of Object.entries(endpoints)) targets.push(httpTarget(name, endpoint));
   return new Map(targets.map((t) => [t.name, t]));
 }
+
+/** Which setting enables a built-in target, for error messages that say how to fix a route. */
+export const TARGET_SETTINGS: Record<string, string> = {
+  slack: 'SLACK_BOT_TOKEN',
+  line: 'LINE_CHANNEL_ACCESS_TOKEN',
+  github: 'GITHUB_TOKEN',
+  sandbox: 'SANDBOX_ENABLED',
+  'sandbox-lookup': 'SANDBOX_ENABLED',
+  'sandbox-blind': 'SANDBOX_ENABLED',
+};

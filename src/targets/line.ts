@@ -1,0 +1,162 @@
+// LINE Messaging API: reply with the event's reply token while it is fresh, else push with
+// `X-Line-Retry-Key` = our effect id. Only the push dedupes, so only a push may be resent blindly.
+//
+// How this adapter tells the send protocol which of its requests are safe to resend:
+// - the reply token is tried only on the effect's first attempt; every later attempt (a retry, an
+//   approved resend, a reprocess) pushes with the retry key;
+// - `resendSafe(step, 1)` is false when the step has a reply token, so a first attempt that may have
+//   been applied and left no answer (worker died) is held for a person, never resent;
+// - an unknown outcome says exactly what was sent (`details.resendSafe`): a reply-token request → held;
+//   a push → resent with the same key, and LINE answers 409 if the first one was accepted.
+import { HTTPFetchError, messagingApi } from '@line/bot-sdk';
+import type { StepPlan } from '../../activities/types';
+import { classifyTransportError } from './http-errors';
+import { messageText, parseRetryAfter, type TargetAdapter, TargetError } from './types';
+
+/** A reply token this close to its expiry is not worth the round trip: push instead. */
+const REPLY_TOKEN_MARGIN_MS = 2000;
+
+export interface LineTargetOptions {
+  channelAccessToken: string;
+  /** LINE_API_URL, e.g. `https://api.line.me`. */
+  apiUrl: string;
+  now?: () => number;
+}
+
+type Sent = { sentMessages?: { id?: string }[] } | null;
+
+export function lineTarget({ channelAccessToken, apiUrl, now = Date.now }: LineTargetOptions): TargetAdapter {
+  // The SDK does not retry on its own, and exposes the retry key and, through HTTPFetchError, the
+  // status, headers and body of a 409 or 400. It takes no AbortSignal: see `untilAborted`.
+  const client = new messagingApi.MessagingApiClient({ channelAccessToken, baseURL: apiUrl });
+
+  const replyTokenUsable = (step: StepPlan, attempt: number) => {
+    const { replyToken, replyTokenExpiresAt } = step.destination;
+    if (attempt !== 1 || !replyToken || !replyTokenExpiresAt) return false;
+    return Date.parse(replyTokenExpiresAt) - now() > REPLY_TOKEN_MARGIN_MS;
+  };
+
+  return {
+    name: 'line',
+    capabilities: { idempotencyKey: true, lookup: false, consistencyDelayMs: 0 },
+
+    resendSafe: (step, attempt) => attempt > 1 || !step.destination.replyToken,
+
+    async send({ effectId, step, body, signal, attempt }) {
+      const text = messageText(body);
+      if (!text)
+        throw new TargetError('permanent', 'line: nothing to send', { fix: 'check the route or responder' });
+      const messages: messagingApi.Message[] = [{ type: 'text', text }];
+
+      if (replyTokenUsable(step, attempt)) {
+        try {
+          const { body: sent } = await untilAborted(
+            client.replyMessageWithHttpInfo({ replyToken: step.destination.replyToken!, messages }),
+            signal,
+          );
+          return { externalId: externalIdOf(sent, 'reply') };
+        } catch (err) {
+          // Used or expired token (400 "Invalid reply token"): nothing was sent, so push instead.
+          if (!isInvalidReplyToken(err)) throw classifyLineError(err, signal, false);
+        }
+      }
+
+      const to = step.destination.to;
+      if (!to)
+        throw new TargetError('permanent', 'line: no push destination (`to`) and no usable reply token', {
+          fix: 'check the route destination',
+        });
+      try {
+        const { body: sent, httpResponse } = await untilAborted(
+          client.pushMessageWithHttpInfo({ to, messages }, effectId),
+          signal,
+        );
+        return { externalId: externalIdOf(sent, httpResponse.headers.get('x-line-request-id') ?? 'push') };
+      } catch (err) {
+        // A reused retry key after acceptance: this push already happened.
+        if (err instanceof HTTPFetchError && err.status === 409) {
+          return {
+            externalId: externalIdOf(
+              parse(err.body),
+              err.headers.get('x-line-accepted-request-id') ?? 'push',
+            ),
+          };
+        }
+        throw classifyLineError(err, signal, true);
+      }
+    },
+  };
+}
+
+/**
+ * The SDK's fetch cannot be aborted, so when the attempt's lease runs out we stop waiting and call the
+ * outcome unknown; the request, if written, finishes or fails on its own and changes nothing here.
+ */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason ?? new Error('aborted'));
+    if (signal.aborted) return onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+function parse(body: string): Sent {
+  try {
+    return JSON.parse(body) as Sent;
+  } catch {
+    return null;
+  }
+}
+
+function externalIdOf(sent: Sent, fallback: string): string {
+  return sent?.sentMessages?.[0]?.id ?? fallback;
+}
+
+function isInvalidReplyToken(err: unknown): boolean {
+  return err instanceof HTTPFetchError && err.status === 400 && /invalid reply token/i.test(err.body);
+}
+
+/**
+ * https://developers.line.biz/en/reference/messaging-api/#status-codes and
+ * https://developers.line.biz/en/docs/messaging-api/retrying-api-request/
+ * `pushed`: the failed request was a push with our retry key (safe to resend on unknown outcome).
+ */
+export function classifyLineError(err: unknown, signal: AbortSignal, pushed: boolean): TargetError {
+  if (err instanceof TargetError) return err;
+  if (!(err instanceof HTTPFetchError)) {
+    const classified = classifyTransportError(err, signal);
+    return new TargetError(classified.errorClass, `line: ${classified.message}`, {
+      ...classified.details,
+      resendSafe: pushed,
+    });
+  }
+  const { status } = err;
+  const message = (parse(err.body) as { message?: string } | null)?.message;
+  if (status === 429) {
+    // The monthly message quota is also a 429, but waiting minutes will not lift it.
+    if (message && /monthly limit/i.test(message))
+      return new TargetError('permanent', 'line: monthly message limit reached (429)', {
+        fix: 'raise the LINE plan limit, then reprocess',
+      });
+    return new TargetError('retryable', 'line: rate limited (429)', {
+      retryAfterMs: parseRetryAfter(err.headers.get('retry-after')),
+      notSent: true,
+    });
+  }
+  if (status >= 500)
+    return new TargetError('unknown', `line: server error (${status}): the message may have been sent`, {
+      resendSafe: pushed,
+    });
+  if (status === 401)
+    return new TargetError('permanent', 'line: not authorised (401)', {
+      fix: 'check LINE_CHANNEL_ACCESS_TOKEN',
+    });
+  if (status === 403)
+    return new TargetError('permanent', 'line: forbidden (403)', {
+      fix: 'the channel is not allowed to use this API (plan or permission)',
+    });
+  return new TargetError('permanent', `line: rejected (${status})`, {
+    fix: 'check the destination (user, group or room id) and the message',
+  });
+}

@@ -1,0 +1,217 @@
+// Slack `chat.postMessage` in the source message's thread. Slack has no idempotency key, so every
+// post carries our effect id in message metadata and `lookup` finds it again in the thread or channel.
+import { ErrorCode, type Logger, LogLevel, WebClient, type WebClientOptions } from '@slack/web-api';
+import type { StepPlan } from '../../activities/types';
+import { type LookupRequest, messageText, type TargetAdapter, TargetError } from './types';
+
+/** DESIGN.md §2: the metadata every reply carries, so that a lookup can recognise it. */
+export const SLACK_METADATA_EVENT_TYPE = 'replyflow_effect';
+
+/** Slack documents no read-after-write delay for history; we look twice, this far apart. */
+export const SLACK_CONSISTENCY_DELAY_MS = 10_000;
+
+/** Pages read per lookup (up to 999 messages each): a bound, not an expectation. */
+const MAX_LOOKUP_PAGES = 50;
+const PAGE_LIMIT = 200;
+
+/**
+ * `ok:false` errors that say the post was refused (not applied), with what an operator should fix.
+ * https://api.slack.com/methods/chat.postMessage#errors
+ */
+const PERMANENT_ERRORS: Record<string, string> = {
+  invalid_auth: 'check SLACK_BOT_TOKEN (the token is invalid)',
+  not_authed: 'set SLACK_BOT_TOKEN',
+  account_inactive: 'the bot user or workspace is deactivated: issue a new SLACK_BOT_TOKEN',
+  token_revoked: 'the token was revoked: issue a new SLACK_BOT_TOKEN',
+  token_expired: 'the token expired: refresh SLACK_BOT_TOKEN',
+  no_permission: 'grant the app the chat:write scope and reinstall it',
+  missing_scope: 'grant the app the chat:write scope (and *:history for lookups) and reinstall it',
+  ekm_access_denied: 'the workspace administrators suspended posting',
+  team_access_not_granted: 'the token has no access to this workspace',
+  channel_not_found: 'check the channel id, and that the app can see the channel',
+  not_in_channel: 'invite the app to the channel (/invite @app)',
+  is_archived: 'the channel is archived: unarchive it or discard the reply',
+  msg_too_long: 'the reply is too long for Slack (40,000 characters): shorten the answer',
+  no_text: 'the reply is empty: check the responder',
+  restricted_action: 'a workspace preference forbids this post',
+  restricted_action_read_only_channel: 'the channel is read-only for the app',
+  restricted_action_thread_only_channel: 'the channel only accepts thread replies',
+  restricted_action_non_threadable_channel: 'the channel does not accept thread replies',
+  cannot_reply_to_message: 'this message cannot be replied to in a thread',
+  invalid_metadata_format: 'the effect metadata was rejected: check the Slack API URL',
+  invalid_metadata_schema: 'the effect metadata was rejected: check the Slack API URL',
+  metadata_too_large: 'the effect metadata was rejected: check the Slack API URL',
+  duplicate_channel_not_found: 'check the channel id',
+};
+
+/**
+ * `ok:false` errors after which Slack itself says the post may have happened.
+ * https://api.slack.com/methods/chat.postMessage#errors (`internal_error`, `fatal_error`)
+ */
+const MAYBE_APPLIED_ERRORS = new Set(['internal_error', 'fatal_error']);
+
+/** `ok:false` errors that mean "not processed, try later". */
+const RETRYABLE_ERRORS = new Set(['ratelimited', 'service_unavailable', 'request_timeout']);
+
+export interface SlackTargetOptions {
+  token: string;
+  /** SLACK_API_URL, e.g. `https://slack.com/api/`. */
+  apiUrl: string;
+}
+
+interface SlackMessage {
+  ts?: string;
+  metadata?: { event_type?: string; event_payload?: Record<string, unknown> };
+}
+
+/** The Web API client's own logging stays off: our logs never carry request bodies or tokens. */
+const quietLogger: Logger = {
+  debug() {},
+  info() {},
+  warn() {},
+  error() {},
+  setLevel() {},
+  getLevel: () => LogLevel.ERROR,
+  setName() {},
+};
+
+export function slackTarget({ token, apiUrl }: SlackTargetOptions): TargetAdapter {
+  /**
+   * One client per call so that the call carries the attempt's abort signal. Retries are off and
+   * rate-limited calls are rejected rather than queued: Temporal owns retries and their timing.
+   */
+  const client = (signal: AbortSignal) =>
+    new WebClient(token, {
+      slackApiUrl: apiUrl,
+      retryConfig: { retries: 0 },
+      rejectRateLimitedCalls: true,
+      logger: quietLogger,
+      requestInterceptor: (config) => Object.assign(config, { signal }),
+    } satisfies WebClientOptions);
+
+  return {
+    name: 'slack',
+    capabilities: { idempotencyKey: false, lookup: true, consistencyDelayMs: SLACK_CONSISTENCY_DELAY_MS },
+
+    async send({ effectId, step, body, signal }) {
+      const { channel, threadTs } = destinationOf(step);
+      const text = messageText(body);
+      if (!text)
+        throw new TargetError('permanent', 'slack: nothing to post', { fix: 'check the route or responder' });
+      try {
+        const answer = await client(signal).chat.postMessage({
+          channel,
+          text,
+          ...(threadTs ? { thread_ts: threadTs } : {}),
+          metadata: { event_type: SLACK_METADATA_EVENT_TYPE, event_payload: { effect_id: effectId } },
+        });
+        return { externalId: `${answer.channel ?? channel}/${answer.ts}` };
+      } catch (err) {
+        throw classifySlackError(err);
+      }
+    },
+
+    async lookup(request) {
+      const found = await findOurMessage(client(request.signal), request);
+      return found
+        ? { found: true, externalId: `${destinationOf(request.step).channel}/${found}` }
+        : { found: false };
+    },
+  };
+}
+
+function destinationOf(step: StepPlan): { channel: string; threadTs?: string } {
+  const { channel, threadTs } = step.destination;
+  if (!channel)
+    throw new TargetError('permanent', 'slack: the step has no channel', {
+      fix: 'check the route destination',
+    });
+  return { channel, threadTs: threadTs || undefined };
+}
+
+/**
+ * Reads the thread (`conversations.replies`) or, for a top-level post, the channel history
+ * (`conversations.history`) from the time the effect was claimed, with `include_all_metadata`,
+ * and finds the message carrying our effect id. @returns its `ts`.
+ */
+async function findOurMessage(client: WebClient, { effectId, step, notBefore }: LookupRequest) {
+  const { channel, threadTs } = destinationOf(step);
+  // Slack timestamps are seconds; a minute of margin covers clock skew between us and Slack.
+  const oldest = notBefore ? String(Math.floor(notBefore.getTime() / 1000) - 60) : undefined;
+  let cursor: string | undefined;
+  for (let page = 0; page < MAX_LOOKUP_PAGES; page++) {
+    let answer: { messages?: unknown[]; response_metadata?: { next_cursor?: string } };
+    try {
+      const query = {
+        channel,
+        include_all_metadata: true,
+        limit: PAGE_LIMIT,
+        ...(oldest ? { oldest } : {}),
+        ...(cursor ? { cursor } : {}),
+      };
+      answer = threadTs
+        ? await client.conversations.replies({ ...query, ts: threadTs })
+        : await client.conversations.history(query);
+    } catch (err) {
+      throw classifySlackError(err);
+    }
+    const ours = (answer.messages as SlackMessage[] | undefined)?.find(
+      (m) =>
+        m.metadata?.event_type === SLACK_METADATA_EVENT_TYPE &&
+        m.metadata.event_payload?.effect_id === effectId,
+    );
+    if (ours?.ts) return ours.ts;
+    cursor = answer.response_metadata?.next_cursor || undefined;
+    if (!cursor) return undefined;
+  }
+  return undefined;
+}
+
+/** Maps the Web API client's errors (ErrorCode) onto our classes. */
+export function classifySlackError(err: unknown): TargetError {
+  if (err instanceof TargetError) return err;
+  const e = err as {
+    code?: string;
+    data?: { error?: string };
+    retryAfter?: number;
+    statusCode?: number;
+    original?: { code?: string };
+  };
+  switch (e?.code) {
+    case ErrorCode.RateLimitedError:
+      return new TargetError('retryable', 'slack: rate limited (429)', {
+        retryAfterMs: (e.retryAfter ?? 1) * 1000,
+        notSent: true,
+      });
+    case ErrorCode.PlatformError: {
+      const code = e.data?.error ?? 'unknown_error';
+      if (RETRYABLE_ERRORS.has(code))
+        return new TargetError('retryable', `slack: ${code}`, { notSent: true });
+      if (MAYBE_APPLIED_ERRORS.has(code))
+        return new TargetError('unknown', `slack: ${code}: the post may have been applied`);
+      return new TargetError('permanent', `slack: ${code}`, {
+        fix: PERMANENT_ERRORS[code] ?? `see https://api.slack.com/methods/chat.postMessage#errors (${code})`,
+      });
+    }
+    case ErrorCode.HTTPError: {
+      const status = e.statusCode ?? 0;
+      // Slack's Web API uses 200 and 429 only; anything else comes from a proxy or an outage.
+      if (status === 503) return new TargetError('retryable', 'slack: unavailable (503)', { notSent: true });
+      if (status >= 500)
+        return new TargetError('unknown', `slack: server error (${status}): the post may have been applied`);
+      return new TargetError('permanent', `slack: unexpected HTTP ${status}`, { fix: 'check SLACK_API_URL' });
+    }
+    case ErrorCode.RequestError: {
+      const code = e.original?.code;
+      if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN')
+        return new TargetError('retryable', `slack: unreachable (${code})`, { notSent: true });
+      return new TargetError(
+        'unknown',
+        `slack: ${code === 'ERR_CANCELED' ? 'no answer before the attempt timed out' : `connection lost (${code ?? 'reset'})`}: the post may have been applied`,
+      );
+    }
+    default:
+      // E.g. a 429 without a usable Retry-After, which the client reports as a plain Error.
+      return new TargetError('unknown', 'slack: unexpected failure: the post may have been applied');
+  }
+}
