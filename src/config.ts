@@ -168,6 +168,8 @@ export const configSchema = z.object({
   TEMPORAL_UI_URL: url,
   /** An FAQ file (JSON) for the default responder; unset: the built-in FAQ. */
   RESPONDER_FAQ_FILE: optional,
+  /** Configured routes and HTTP endpoints (JSON or YAML, docs/targets.md); unset: default chat routes only. */
+  ROUTES_FILE: optional,
   /** Set to `false` to disable the sandbox provider, page and target. */
   SANDBOX_ENABLED: z
     .enum(['true', 'false'])

@@ -9,7 +9,7 @@ import type { Config } from './config';
 import type { Pool } from './db/pool';
 import type { Logger } from './logger';
 import { faqResponder, loadFaqFile } from './responders/faq';
-import { defaultPlans } from './routes';
+import { loadRouteFile, planner, RouteFileError, routeTargetProblems } from './routes';
 import { createTargets } from './targets';
 import { connectionSecurity, dataConverter, keyring } from './temporal/client';
 
@@ -66,16 +66,21 @@ export async function createWorker(
 ): Promise<{ worker: Worker; connection: NativeConnection }> {
   installRuntime();
   const { config, logger } = options;
+  // A route file with problems stops the start here, listing every problem, before anything connects.
+  const routes = config.ROUTES_FILE ? loadRouteFile(config.ROUTES_FILE) : undefined;
+  const targets = options.deps?.targets ?? createTargets(config, routes?.endpoints);
+  const routeProblems = routes ? routeTargetProblems(routes, targets) : [];
+  if (routeProblems.length > 0) throw new RouteFileError(config.ROUTES_FILE!, routeProblems);
   const connection = await NativeConnection.connect({
     address: options.temporalAddress,
     ...connectionSecurity(config),
   });
   const activities = createActivities({
     pool: options.pool,
-    targets: createTargets(config),
+    targets,
     responder: faqResponder(config.RESPONDER_FAQ_FILE ? loadFaqFile(config.RESPONDER_FAQ_FILE) : undefined),
     policy: deliveryPolicy(config),
-    plan: defaultPlans,
+    plan: planner(routes),
     notify: createNotifier({
       logger,
       webhookUrl: config.ALERT_WEBHOOK_URL,
