@@ -1,4 +1,5 @@
 // The activities of the event workflow, built once per worker from their dependencies.
+import { conversationActivities } from './conversation';
 import type { ActivityDeps } from './deps';
 import { effectActivities } from './effects';
 import { ledgerActivities } from './ledger';
@@ -15,6 +16,7 @@ export function createActivities(deps: ActivityDeps) {
     ...effectActivities(deps),
     ...sendActivities(deps),
     ...operationsActivities(deps),
+    ...conversationActivities(deps),
   };
 }
 

@@ -1,6 +1,7 @@
 // Writes the reply once. The workflow keeps the answer (encrypted in history), so retries and
 // approved resends send exactly the same text.
 import { ApplicationFailure } from '@temporalio/activity';
+import { chatTransition } from '../src/conversations';
 import type { InboundEvent } from '../src/providers/types';
 import { PermanentResponderError } from '../src/responders/types';
 import type { ActivityDeps } from './deps';
@@ -21,7 +22,7 @@ export function replyActivities({ responder, policy, plan, targets }: ActivityDe
           }
         }
       }
-      return { effects, policy };
+      return { effects, policy, transition: chatTransition(event) };
     },
 
     async prepareReply(input: { event: InboundEvent; step: StepPlan }): Promise<{ text: string }> {

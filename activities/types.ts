@@ -1,5 +1,6 @@
 // The data that crosses between the event workflow and its activities. Types only: the workflow
 // imports this file as types, so it stays out of the workflow bundle.
+import type { TransitionRequest } from '../src/conversations';
 
 /** What a target promises; the workflow picks the unknown-outcome path from it. */
 export interface TargetCapabilities {
@@ -43,11 +44,15 @@ export interface DeliveryPolicy {
   reminderScheduleMs: number[];
   /** How long failed work waits for `reprocess` or `discard` before the workflow closes as failed. */
   failedParkMs: number;
+  /** A conversation's turns wait this long before the first grant, so late-arriving earlier messages sort first. */
+  turnGatherMs: number;
 }
 
 export interface Plan {
   effects: EffectPlan[];
   policy: DeliveryPolicy;
+  /** What the event asks of its conversation's (or order's) business state; also orders its sends. */
+  transition?: TransitionRequest;
 }
 
 export type EffectStatus =

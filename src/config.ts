@@ -160,6 +160,8 @@ export const configSchema = z.object({
   SEND_TIMEOUT: duration('30s'),
   /** Reminder delays while work is held; the last one repeats. */
   HELD_REMINDERS: durations('15m,1h,4h,24h'),
+  /** A conversation's first send waits this long so that earlier messages delivered a little later go first. */
+  TURN_GATHER: duration('2s'),
   /** How long failed work waits for reprocess or discard before its workflow closes as failed. */
   FAILED_PARK: duration('7d'),
   /** Where held/failed alerts are POSTed as JSON (e.g. a Slack incoming webhook); unset: log only. */

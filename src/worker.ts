@@ -38,6 +38,7 @@ export function deliveryPolicy(config: Config): DeliveryPolicy {
     sendTimeoutMs: config.SEND_TIMEOUT,
     reminderScheduleMs: config.HELD_REMINDERS,
     failedParkMs: config.FAILED_PARK,
+    turnGatherMs: config.TURN_GATHER,
   };
 }
 

@@ -6,6 +6,7 @@ import {
   ApplicationFailure,
   allHandlersFinished,
   condition,
+  getExternalWorkflowHandle,
   log,
   proxyActivities,
   setHandler,
@@ -18,11 +19,19 @@ import type { Activities } from '../activities';
 import type {
   DeliveryPolicy,
   EffectPlan,
+  Plan,
+  SendInput,
   SendOutcome,
   StepPlan,
   TargetCapabilities,
 } from '../activities/types';
 import type { InboundEvent } from '../src/providers/types';
+import {
+  conversationWorkflowId,
+  releaseTurnSignal,
+  TURN_REQUEST_RETRY_MS,
+  turnGrantedSignal,
+} from './conversation';
 import {
   approveSignal,
   type OperatorDecision,
@@ -95,6 +104,20 @@ export async function handleEvent(event: InboundEvent): Promise<EventResult> {
   const seenRequestIds = new Set<string>();
   let resendRequestedBy: string | undefined;
   const results: EventResult['effects'] = [];
+
+  let plan: Plan | undefined;
+  let turnRequest = 0;
+  let waitingFor: string | undefined;
+  let granted: string | undefined;
+  setHandler(turnGrantedSignal, async ({ requestId }) => {
+    if (requestId === waitingFor) {
+      granted = requestId;
+      return;
+    }
+    // A grant nobody waits for (a late duplicate): give it straight back so the conversation moves on.
+    const key = plan?.transition?.conversationKey;
+    if (key) await giveTurnBack(key, requestId);
+  });
 
   const receive = (message: OperatorMessage) => {
     inbox.push({ message, arrivedIn: state });
@@ -192,7 +215,18 @@ export async function handleEvent(event: InboundEvent): Promise<EventResult> {
   if (!ledger.firstTime) return finish('duplicate', 'event already in the ledger (processed before)');
 
   // 2. Routes: which effects this event asks for, and the delivery policy to use.
-  const plan = await records.planEffects(event);
+  plan = await records.planEffects(event);
+
+  // 3. Business state decides, not arrival time: a late or disallowed event is refused (and recorded).
+  if (plan.transition) {
+    const moved = await records.applyTransition({
+      request: plan.transition,
+      provider: event.provider,
+      eventId: event.eventId,
+      workflowId,
+    });
+    if (!moved.applied) return finish('stale', moved.reason);
+  }
   if (plan.effects.length === 0) return finish('succeeded', 'no route produces an effect for this event');
   setState('processing');
 
@@ -256,40 +290,12 @@ export async function handleEvent(event: InboundEvent): Promise<EventResult> {
     const send = sender(policy);
 
     for (;;) {
-      setState('processing');
-      const outcome = await attemptSend(send, { effectId, step, body });
-      view.attempts = outcome.attempts;
-      if (outcome.result === 'succeeded') {
-        results.push({ businessKey, effectId, externalId: outcome.externalId });
-        setState('processing', { lastErrorClass: undefined, recommendedAction: undefined });
+      const sent = await withTurn(() => sendAndSettle(send, effectId, step, body, capabilities));
+      if (sent.kind === 'succeeded') {
+        results.push({ businessKey, effectId, externalId: sent.externalId });
         return 'succeeded';
       }
-      if (outcome.result === 'failed') {
-        setState('failed', {
-          lastErrorClass: outcome.errorClass,
-          lastError: outcome.error,
-          recommendedAction: outcome.fix,
-        });
-      } else {
-        setState('unknown', { lastErrorClass: 'unknown', lastError: outcome.reason });
-        const found = await lookUpUnknown(effectId, step, outcome, capabilities);
-        if (found) {
-          results.push({ businessKey, effectId, externalId: found });
-          return 'succeeded';
-        }
-        await records.recordResult({
-          effectId,
-          status: 'held',
-          errorClass: 'unknown',
-          error: outcome.reason,
-        });
-        setState('held', {
-          recommendedAction: capabilities.lookup
-            ? 'not found by lookup: check the target, then mark-sent (with its id) or resend (needs approval)'
-            : 'the target cannot be asked: check it by hand, then mark-sent (with its id) or resend (needs approval)',
-        });
-      }
-      const decision = await awaitOperator(state as Held, effectId, step, policy, businessKey);
+      const decision = await awaitOperator(sent.kind, effectId, step, policy, businessKey);
       if (decision.kind === 'done') {
         if (decision.state === 'succeeded')
           results.push({ businessKey, effectId, externalId: decision.externalId });
@@ -297,6 +303,73 @@ export async function handleEvent(event: InboundEvent): Promise<EventResult> {
       }
       // An approved resend or a reprocess: the row is back in retry_wait; the same protocol runs.
     }
+  }
+
+  /** One pass of the send protocol, settled: succeeded, or parked as held or failed. */
+  async function sendAndSettle(
+    send: ReturnType<typeof sender>,
+    effectId: string,
+    step: StepPlan,
+    body: SendInput['body'],
+    capabilities: TargetCapabilities,
+  ): Promise<{ kind: 'succeeded'; externalId: string } | { kind: Held }> {
+    setState('processing');
+    const outcome = await attemptSend(send, { effectId, step, body });
+    view.attempts = outcome.attempts;
+    if (outcome.result === 'succeeded') {
+      setState('processing', { lastErrorClass: undefined, recommendedAction: undefined });
+      return { kind: 'succeeded', externalId: outcome.externalId };
+    }
+    if (outcome.result === 'failed') {
+      setState('failed', {
+        lastErrorClass: outcome.errorClass,
+        lastError: outcome.error,
+        recommendedAction: outcome.fix,
+      });
+      return { kind: 'failed' };
+    }
+    setState('unknown', { lastErrorClass: 'unknown', lastError: outcome.reason });
+    const found = await lookUpUnknown(effectId, step, outcome, capabilities);
+    if (found) return { kind: 'succeeded', externalId: found };
+    await records.recordResult({ effectId, status: 'held', errorClass: 'unknown', error: outcome.reason });
+    setState('held', {
+      recommendedAction: capabilities.lookup
+        ? 'not found by lookup: check the target, then mark-sent (with its id) or resend (needs approval)'
+        : 'the target cannot be asked: check it by hand, then mark-sent (with its id) or resend (needs approval)',
+    });
+    return { kind: 'held' };
+  }
+
+  /**
+   * Runs `fn` holding the conversation's turn, so one conversation sends one effect at a time in
+   * source order. The turn is given back however `fn` ends, held and failed included.
+   */
+  async function withTurn<T>(fn: () => Promise<T>): Promise<T> {
+    const transition = plan?.transition;
+    if (!transition) return fn();
+    turnRequest += 1;
+    const requestId = `${workflowId}#${turnRequest}`;
+    waitingFor = requestId;
+    do {
+      await records.requestTurn({
+        conversationKey: transition.conversationKey,
+        workflowId,
+        requestId,
+        orderKey: transition.orderKey,
+      });
+    } while (!(await condition(() => granted === requestId, TURN_REQUEST_RETRY_MS)));
+    waitingFor = undefined;
+    try {
+      return await fn();
+    } finally {
+      await giveTurnBack(transition.conversationKey, requestId);
+    }
+  }
+
+  async function giveTurnBack(conversationKey: string, requestId: string): Promise<void> {
+    await getExternalWorkflowHandle(conversationWorkflowId(conversationKey))
+      .signal(releaseTurnSignal, { requestId })
+      .catch(() => log.warn('could not give the turn back; it will time out', { requestId }));
   }
 
   async function attemptSend(

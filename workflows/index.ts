@@ -1,2 +1,3 @@
 // Every workflow the worker registers.
+export { conversationTurns } from './conversation';
 export { handleEvent } from './handle-event';

@@ -4,18 +4,32 @@ import { z } from 'zod';
 import { SANDBOX_MODES } from '../targets/sandbox';
 import { parseJson, validate } from './parse';
 import { readWebhookId, verifyStandardWebhook } from './standard-webhooks';
-import type { ProviderResult, WebhookProvider } from './types';
+import type { InboundEvent, ProviderResult, WebhookProvider } from './types';
+
+const sandboxId = z.string().regex(/^[\w-]{1,64}$/, 'letters, digits, - and _, at most 64');
 
 export const sandboxMessageSchema = z.object({
   type: z.literal('message'),
-  conversationId: z.string().regex(/^[\w-]{1,64}$/, 'letters, digits, - and _, at most 64'),
-  messageId: z.string().regex(/^[\w-]{1,64}$/, 'letters, digits, - and _, at most 64'),
+  conversationId: sandboxId,
+  messageId: sandboxId,
   text: z.string().min(1).max(4000),
   user: z.string().max(64).optional(),
   /** Which flavour of the sandbox target answers (what it promises on an unknown outcome). */
   target: z.enum(SANDBOX_MODES).default('sandbox'),
   sentAt: z.iso.datetime(),
 });
+
+/** The person asks for a human (`handoff`) or ends the chat (`close`): state changes, no reply. */
+export const sandboxConversationEventSchema = z.object({
+  type: z.enum(['handoff', 'close']),
+  conversationId: sandboxId,
+  sentAt: z.iso.datetime(),
+});
+
+export const sandboxEventSchema = z.discriminatedUnion('type', [
+  sandboxMessageSchema,
+  sandboxConversationEventSchema,
+]);
 
 export type SandboxMessage = z.infer<typeof sandboxMessageSchema>;
 
@@ -28,29 +42,27 @@ export function sandboxProvider(secret: string): WebhookProvider {
     },
     parse(ctx): ProviderResult {
       const id = readWebhookId(ctx);
-      const body = validate(sandboxMessageSchema, parseJson(ctx.rawBody));
-      return {
-        kind: 'events',
-        events: [
-          {
-            provider: 'sandbox',
-            eventId: id,
-            workflowId: `webhook:sandbox:${id}`,
-            eventType: 'message',
-            occurredAt: body.sentAt,
-            receivedAt: ctx.receivedAt.toISOString(),
-            correlationId: ctx.correlationId,
-            conversation: { id: body.conversationId, version: body.sentAt },
-            message: { id: body.messageId, text: body.text, user: body.user },
-            replyTo: {
-              target: body.target,
-              kind: 'answer',
-              destination: { conversationId: body.conversationId },
-            },
-            payload: body,
-          },
-        ],
+      const body = validate(sandboxEventSchema, parseJson(ctx.rawBody));
+      const event: InboundEvent = {
+        provider: 'sandbox',
+        eventId: id,
+        workflowId: `webhook:sandbox:${id}`,
+        eventType: body.type,
+        occurredAt: body.sentAt,
+        receivedAt: ctx.receivedAt.toISOString(),
+        correlationId: ctx.correlationId,
+        conversation: { id: body.conversationId, version: body.sentAt },
+        payload: body,
       };
+      if (body.type === 'message') {
+        event.message = { id: body.messageId, text: body.text, user: body.user };
+        event.replyTo = {
+          target: body.target,
+          kind: 'answer',
+          destination: { conversationId: body.conversationId },
+        };
+      }
+      return { kind: 'events', events: [event] };
     },
   };
 }

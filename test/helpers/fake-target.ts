@@ -11,10 +11,14 @@ export type Behaviour =
   | 'drop'
   /** Never answer (past the attempt's timeout); commits nothing. */
   | 'hang'
-  | { status: number; retryAfter?: string };
+  | { status: number; retryAfter?: string }
+  /** Commit and answer after a delay (a slow but successful target). */
+  | { delayMs: number };
 
 export interface RecordedRequest {
   at: number;
+  /** When the answer was written (accepted sends only). */
+  answeredAt?: number;
   method: string;
   idempotencyKey?: string;
   reference?: string;
@@ -34,6 +38,9 @@ export class FakeTarget {
   private server?: http.Server;
   private readonly sockets = new Set<import('node:net').Socket>();
   url = '';
+
+  /** Every accepted send is answered after this delay unless its behaviour says otherwise. */
+  answerDelayMs = 0;
 
   /** Queues behaviours for the next sends; after the script runs out, sends are accepted. */
   next(...behaviours: Behaviour[]): this {
@@ -92,18 +99,20 @@ export class FakeTarget {
         mode: string;
       };
       const idempotencyKey = req.headers['idempotency-key'] as string | undefined;
-      this.requests.push({
+      const recorded: RecordedRequest = {
         at: Date.now(),
         method: 'POST',
         idempotencyKey,
         reference: body.reference,
         conversationId: body.conversationId,
         text: body.text,
-      });
-      const behaviour = this.script.shift() ?? 'accept';
+      };
+      this.requests.push(recorded);
+      const behaviour =
+        this.script.shift() ?? (this.answerDelayMs > 0 ? { delayMs: this.answerDelayMs } : 'accept');
       if (behaviour === 'drop') return req.socket.destroy();
       if (behaviour === 'hang') return;
-      if (typeof behaviour === 'object') {
+      if (typeof behaviour === 'object' && 'status' in behaviour) {
         if (behaviour.retryAfter) res.setHeader('Retry-After', behaviour.retryAfter);
         return json(res, behaviour.status, { error: `scripted ${behaviour.status}` });
       }
@@ -121,7 +130,12 @@ export class FakeTarget {
         if (body.mode === 'sandbox' && idempotencyKey) this.byKey.set(idempotencyKey, id);
       }
       if (behaviour === 'accept-then-drop') return req.socket.destroy();
-      json(res, replayed === undefined ? 201 : 200, { id });
+      const answer = () => {
+        recorded.answeredAt = Date.now();
+        json(res, replayed === undefined ? 201 : 200, { id });
+      };
+      if (typeof behaviour === 'object') setTimeout(answer, behaviour.delayMs);
+      else answer();
     });
   }
 }

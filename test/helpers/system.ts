@@ -27,15 +27,14 @@ export const FAST_POLICY: DeliveryPolicy = {
   sendTimeoutMs: 5_000,
   reminderScheduleMs: [15 * 60_000, 60 * 60_000, 4 * 3_600_000],
   failedParkMs: 7 * 86_400_000,
+  turnGatherMs: 500,
 };
 
-/** Runs `fn` while a worker serves the config's task queue, then shuts the worker down. */
-export async function withWorker<T>(
-  options: { address: string; config: Config; deps?: Partial<ActivityDeps> },
-  fn: (worker: Worker) => Promise<T>,
-): Promise<T> {
+type WorkerSpec = { address: string; config: Config; deps?: Partial<ActivityDeps> };
+
+async function buildWorker(options: WorkerSpec) {
   const { pool } = await database();
-  const { worker, connection } = await createWorker({
+  return createWorker({
     config: options.config,
     pool,
     temporalAddress: options.address,
@@ -44,6 +43,11 @@ export async function withWorker<T>(
     workerOptions: { workflowBundle: await workflowBundle() },
     deps: { policy: FAST_POLICY, ...options.deps },
   });
+}
+
+/** Runs `fn` while a worker serves the config's task queue, then shuts the worker down. */
+export async function withWorker<T>(options: WorkerSpec, fn: (worker: Worker) => Promise<T>): Promise<T> {
+  const { worker, connection } = await buildWorker(options);
   try {
     return await worker.runUntil(fn(worker));
   } finally {
@@ -51,31 +55,57 @@ export async function withWorker<T>(
   }
 }
 
-/** A sandbox chat message as the provider would normalise it. */
+/**
+ * A worker that serves its queue until `stop()`, for suites on the time-skipping server: workflows a
+ * test leaves running (a conversation's turns workflow waits for more messages) must keep a worker,
+ * or their timers, fired by skipped time, leave tasks nobody takes and time stops skipping.
+ */
+export async function startTestWorker(options: WorkerSpec): Promise<{ stop(): Promise<void> }> {
+  const { worker, connection } = await buildWorker(options);
+  const running = worker.run();
+  return {
+    async stop() {
+      worker.shutdown();
+      await running;
+      await connection.close();
+    },
+  };
+}
+
+/** A sandbox chat event (a message by default) as the provider would normalise it. */
 export function sandboxEvent(options: {
   conversationId: string;
-  messageId: string;
+  messageId?: string;
   text?: string;
   target?: 'sandbox' | 'sandbox-lookup' | 'sandbox-blind';
   eventId?: string;
+  type?: 'message' | 'handoff' | 'close';
+  sentAt?: string;
 }): InboundEvent {
   const eventId = options.eventId ?? uniqueId('evt_');
-  const sentAt = new Date().toISOString();
-  return {
+  const sentAt = options.sentAt ?? new Date().toISOString();
+  const type = options.type ?? 'message';
+  const event: InboundEvent = {
     provider: 'sandbox',
     eventId,
     workflowId: `webhook:sandbox:${eventId}`,
-    eventType: 'message',
+    eventType: type,
     occurredAt: sentAt,
-    receivedAt: sentAt,
+    receivedAt: new Date().toISOString(),
     correlationId: uniqueId('corr-'),
     conversation: { id: options.conversationId, version: sentAt },
-    message: { id: options.messageId, text: options.text ?? 'what are your opening hours?' },
-    replyTo: {
+    payload: {},
+  };
+  if (type === 'message') {
+    event.message = {
+      id: options.messageId ?? uniqueId('m'),
+      text: options.text ?? 'what are your opening hours?',
+    };
+    event.replyTo = {
       target: options.target ?? 'sandbox',
       kind: 'answer',
       destination: { conversationId: options.conversationId },
-    },
-    payload: {},
-  };
+    };
+  }
+  return event;
 }

@@ -7,7 +7,7 @@ import type { Config } from '../../src/config';
 import { approveSignal, reprocessSignal, resolveSignal, statusQuery } from '../../workflows/messages';
 import { FakeTarget } from '../helpers/fake-target';
 import { timeSkipping } from '../helpers/servers';
-import { sandboxEvent, testConfig, uniqueId, withWorker } from '../helpers/system';
+import { sandboxEvent, startTestWorker, testConfig, uniqueId } from '../helpers/system';
 import { auditRows, effectRows, startEvent, waitForState } from '../helpers/workflows';
 
 describe('event workflow (time-skipping server, real PostgreSQL)', function () {
@@ -17,18 +17,27 @@ describe('event workflow (time-skipping server, real PostgreSQL)', function () {
   let config: Config;
   const alerts: Alert[] = [];
 
+  let worker: { stop(): Promise<void> };
+
   before(async () => {
     env = await timeSkipping();
     fake = await new FakeTarget().start();
-  });
-  after(() => fake.stop());
-  beforeEach(() => {
     config = testConfig({ SANDBOX_API_URL: fake.url });
+    worker = await startTestWorker({
+      address: env.address,
+      config,
+      deps: { notify: async (a) => void alerts.push(a) },
+    });
+  });
+  after(async () => {
+    await worker?.stop();
+    await fake.stop();
+  });
+  beforeEach(() => {
     alerts.length = 0;
   });
 
-  const run = <T>(fn: () => Promise<T>) =>
-    withWorker({ address: env.address, config, deps: { notify: async (a) => void alerts.push(a) } }, fn);
+  const run = <T>(fn: () => Promise<T>) => fn();
   const keyOf = (conversationId: string, messageId: string) =>
     `chat:sandbox:${conversationId}:${messageId}:answer`;
 
