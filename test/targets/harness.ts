@@ -1,0 +1,122 @@
+// What the target suites share: one worker per suite serving the suite's own queue on the
+// time-skipping server (a chat event leaves its conversation's workflow running, and running
+// workflows need a worker for time to keep skipping), and events as each provider normalises them.
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { ActivityDeps } from '../../activities';
+import type { Config } from '../../src/config';
+import type { InboundEvent } from '../../src/providers/types';
+import { createWorker } from '../../src/worker';
+import { database, TEST_ENCRYPTION_KEY, workflowBundle } from '../helpers/servers';
+import { FAST_POLICY, silentLogger, uniqueId } from '../helpers/system';
+
+export async function suiteWorker(
+  env: TestWorkflowEnvironment,
+  config: Config,
+  deps: Partial<ActivityDeps> = {},
+): Promise<{ stop(): Promise<void> }> {
+  const { pool } = await database();
+  const { worker, connection } = await createWorker({
+    config,
+    pool,
+    temporalAddress: env.address,
+    encryptionKey: TEST_ENCRYPTION_KEY,
+    logger: silentLogger,
+    workerOptions: { workflowBundle: await workflowBundle() },
+    deps: { policy: FAST_POLICY, ...deps },
+  });
+  const running = worker.run();
+  return {
+    async stop() {
+      worker.shutdown();
+      await running;
+      await connection.close();
+    },
+  };
+}
+
+function chatEvent(
+  provider: string,
+  conversationId: string,
+  messageId: string,
+  replyTo: InboundEvent['replyTo'],
+  payload: unknown = {},
+): InboundEvent {
+  const eventId = uniqueId('Ev');
+  const now = new Date().toISOString();
+  return {
+    provider,
+    eventId,
+    workflowId: `webhook:${provider}:${eventId}`,
+    eventType: 'message',
+    occurredAt: now,
+    receivedAt: now,
+    correlationId: uniqueId('corr-'),
+    conversation: { id: conversationId, version: now },
+    message: { id: messageId, text: 'what are your opening hours?' },
+    replyTo,
+    payload,
+  };
+}
+
+/** A Slack user message: the reply goes to its thread, or (`topLevel`) to the channel itself. */
+export function slackEvent(channel: string, ts: string, topLevel = false): InboundEvent {
+  return chatEvent('slack', `T1:${channel}:${ts}`, ts, {
+    target: 'slack',
+    kind: 'answer',
+    destination: topLevel ? { channel } : { channel, threadTs: ts },
+  });
+}
+
+export function lineEvent(
+  to: string,
+  messageId: string,
+  token: { replyToken: string; replyTokenExpiresAt: string },
+): InboundEvent {
+  return chatEvent('line', `Ubot:${to}`, messageId, {
+    target: 'line',
+    kind: 'answer',
+    destination: { to, ...token },
+  });
+}
+
+export function githubIssueOpened(owner: string, repo: string, issueNumber: string): InboundEvent {
+  const event = chatEvent('github', `${owner}/${repo}#${issueNumber}`, `issue-${issueNumber}`, {
+    target: 'github',
+    kind: 'ack',
+    destination: { owner, repo, issueNumber },
+  });
+  return { ...event, eventType: 'issues.opened' };
+}
+
+/** A Stripe `refund.created` event for a partial refund of an order. */
+export function stripeRefund(options: {
+  shop: string;
+  order: string;
+  refund: string;
+  amount: number;
+}): InboundEvent {
+  const eventId = uniqueId('evt_');
+  const now = new Date().toISOString();
+  return {
+    provider: 'stripe',
+    eventId,
+    workflowId: `webhook:stripe:${eventId}`,
+    eventType: 'refund.created',
+    occurredAt: now,
+    receivedAt: now,
+    correlationId: uniqueId('corr-'),
+    payload: {
+      id: eventId,
+      type: 'refund.created',
+      data: {
+        object: {
+          id: options.refund,
+          object: 'refund',
+          amount: options.amount,
+          status: 'succeeded',
+          metadata: { shop: options.shop, order: options.order },
+        },
+      },
+    },
+  };
+}
