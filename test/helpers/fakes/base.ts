@@ -84,13 +84,13 @@ export abstract class FakeApi {
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
   }
 
-  protected abstract handle(request: Recorded, res: http.ServerResponse): void;
+  protected abstract handle(request: Recorded, res: http.ServerResponse): unknown;
 
   /** The provider's error body for a scripted status (e.g. Slack's `{ok:false}`). */
   protected abstract errorBody(status: number): unknown;
 
   /** Runs the next fault around a write: `apply` commits it and returns the success answer. */
-  protected write(res: http.ServerResponse, apply: () => Answer): void {
+  protected write(res: http.ServerResponse, apply: () => Answer) {
     const fault = this.script.shift() ?? 'accept';
     if (fault === 'drop') return void res.socket?.destroy();
     if (fault === 'hang') return;

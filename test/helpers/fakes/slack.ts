@@ -59,7 +59,7 @@ export class FakeSlack extends FakeApi {
     return `${Math.floor(Date.now() / 1000)}.${String(this.seq).padStart(6, '0')}`;
   }
 
-  protected handle(request: Recorded, res: http.ServerResponse): void {
+  protected handle(request: Recorded, res: http.ServerResponse) {
     if (request.headers.authorization !== `Bearer ${this.token}`)
       return send(res, { status: 200, body: { ok: false, error: 'invalid_auth' } });
     switch (request.path) {
