@@ -67,10 +67,11 @@ export function slackEvent(channel: string, ts: string, topLevel = false): Inbou
   });
 }
 
+/** A LINE user message; without a token (a push-only destination) the reply must be pushed. */
 export function lineEvent(
   to: string,
   messageId: string,
-  token: { replyToken: string; replyTokenExpiresAt: string },
+  token?: { replyToken: string; replyTokenExpiresAt: string },
 ): InboundEvent {
   return chatEvent('line', `Ubot:${to}`, messageId, {
     target: 'line',
