@@ -11,6 +11,8 @@ export type Behaviour =
   | 'drop'
   /** Never answer (past the attempt's timeout); commits nothing. */
   | 'hang'
+  /** Commit the reply, then never answer: the sender dies or times out with the request applied. */
+  | 'commit-then-hold'
   | { status: number; retryAfter?: string }
   /** Commit and answer after a delay (a slow but successful target). */
   | { delayMs: number };
@@ -130,6 +132,7 @@ export class FakeTarget {
         if (body.mode === 'sandbox' && idempotencyKey) this.byKey.set(idempotencyKey, id);
       }
       if (behaviour === 'accept-then-drop') return req.socket.destroy();
+      if (behaviour === 'commit-then-hold') return;
       const answer = () => {
         recorded.answeredAt = Date.now();
         json(res, replayed === undefined ? 201 : 200, { id });
