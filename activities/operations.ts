@@ -18,6 +18,11 @@ export function operationsActivities({ pool, notify }: ActivityDeps) {
   return {
     async alert(alert: Alert): Promise<void> {
       await notify(alert);
+      // Recorded once delivered: `replyflow reconcile` reports held work without a delivered alert.
+      await pool.query(
+        'INSERT INTO alerts (kind, level, workflow_id, business_key) VALUES ($1, $2, $3, $4)',
+        [alert.kind, alert.level, alert.workflowId, alert.businessKey],
+      );
     },
 
     async writeAudit(row: AuditRow): Promise<void> {
