@@ -1,0 +1,96 @@
+// Records the histories that test/workflow/replay.test.ts replays: one per path of the event workflow
+// and one of a conversation's turns workflow. Run it after a deliberate, compatible workflow change:
+//   npm run record-histories
+// (then commit test/histories/*.json). Uses the same real servers and fakes as the tests.
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { connectClient } from '../src/temporal/client';
+import { FakeTarget } from '../test/helpers/fake-target';
+import { devServer, stopServers, TEST_ENCRYPTION_KEY } from '../test/helpers/servers';
+import { sandboxEvent, startTestWorker, testConfig, uniqueId } from '../test/helpers/system';
+import { startEvent, waitForState } from '../test/helpers/workflows';
+import { conversationWorkflowId } from '../workflows/conversation';
+import { approveSignal, reprocessSignal, resolveSignal } from '../workflows/messages';
+
+const HISTORIES = path.resolve(__dirname, '..', 'test', 'histories');
+
+async function main() {
+  const server = await devServer();
+  const fake = await new FakeTarget().start();
+  const config = testConfig({ SANDBOX_API_URL: fake.url });
+  const worker = await startTestWorker({ address: server.address, config });
+  const { client, close } = await connectClient(server.address, 'default', TEST_ENCRYPTION_KEY);
+  const start = (event: Parameters<typeof startEvent>[2]) =>
+    startEvent(client, config.TEMPORAL_TASK_QUEUE, event);
+  const save = async (name: string, workflowId: string) => {
+    const history = await client.workflow.getHandle(workflowId).fetchHistory();
+    // The workflow id goes with the history: workflow code may depend on it (turn request ids do).
+    writeFileSync(path.join(HISTORIES, `${name}.json`), `${JSON.stringify({ workflowId, history })}\n`);
+    console.log(`recorded ${name}`);
+  };
+  try {
+    const conv = uniqueId('c');
+    const ok = await start(sandboxEvent({ conversationId: conv, messageId: 'm1' }));
+    await ok.result();
+    await save('succeeded', ok.workflowId);
+    await save('conversation-turns', conversationWorkflowId(`sandbox:${conv}`));
+
+    const dup = await start(sandboxEvent({ conversationId: conv, messageId: 'm1' }));
+    await dup.result();
+    await save('duplicate', dup.workflowId);
+
+    fake.next({ status: 429, retryAfter: '1' });
+    const retried = await start(sandboxEvent({ conversationId: uniqueId('c'), messageId: 'm1' }));
+    await retried.result();
+    await save('retried', retried.workflowId);
+
+    fake.next('accept-then-drop');
+    const marked = await start(
+      sandboxEvent({ conversationId: uniqueId('c'), messageId: 'm1', target: 'sandbox-blind' }),
+    );
+    await waitForState(marked, 'held');
+    await marked.signal(resolveSignal, {
+      action: 'mark-sent',
+      operator: 'alice',
+      reason: 'seen',
+      externalId: 'x1',
+    });
+    await marked.result();
+    await save('held-mark-sent', marked.workflowId);
+
+    fake.next('drop');
+    const resent = await start(
+      sandboxEvent({ conversationId: uniqueId('c'), messageId: 'm1', target: 'sandbox-blind' }),
+    );
+    await waitForState(resent, 'held');
+    await resent.signal(resolveSignal, { action: 'resend', operator: 'alice', reason: 'not there' });
+    await waitForState(resent, 'awaiting_approval');
+    await resent.signal(approveSignal, { approver: 'alice', reason: 'self' });
+    await resent.signal(approveSignal, { approver: 'bob', reason: 'checked' });
+    await resent.result();
+    await save('held-resend-approved', resent.workflowId);
+
+    fake.next({ status: 404 });
+    const failed = await start(sandboxEvent({ conversationId: uniqueId('c'), messageId: 'm1' }));
+    await waitForState(failed, 'failed');
+    await failed.signal(reprocessSignal, { operator: 'alice', reason: 'fixed' });
+    await failed.result();
+    await save('failed-reprocessed', failed.workflowId);
+
+    const closedConv = uniqueId('c');
+    await (await start(sandboxEvent({ conversationId: closedConv, type: 'close' }))).result();
+    const stale = await start(sandboxEvent({ conversationId: closedConv, messageId: 'm1' }));
+    await stale.result();
+    await save('stale', stale.workflowId);
+  } finally {
+    await close();
+    await worker.stop();
+    await fake.stop();
+    await stopServers();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
