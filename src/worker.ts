@@ -97,6 +97,9 @@ export async function createWorker(
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     activities,
     dataConverter: dataConverter(options.encryptionKey, keyring(config)),
+    // On SIGTERM (a rolling deploy) a send in flight may finish: cancelling it would turn a reply that
+    // probably went out into an unknown outcome for the next worker to look up or hold.
+    shutdownGraceTime: config.SEND_TIMEOUT,
     ...(options.workerOptions?.workflowBundle ? {} : { workflowsPath: WORKFLOWS_PATH }),
     ...options.workerOptions,
   });
