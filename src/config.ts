@@ -168,6 +168,33 @@ export const configSchema = z.object({
   ALERT_WEBHOOK_URL: url,
   /** The Temporal Web UI, for links in alerts and on the sandbox page. */
   TEMPORAL_UI_URL: url,
+  /**
+   * Bearer token of the codec server (/codec/encode, /codec/decode) that shows decrypted payloads
+   * in the Web UI; unset: no codec server (`replyflow start` generates one under the data dir).
+   */
+  CODEC_AUTH_TOKEN: z.string().min(16, 'at least 16 characters (e.g. `openssl rand -hex 32`)').optional(),
+  /** Browser origins allowed to call the codec server, comma-separated; unset: the Web UI's origin. */
+  CODEC_CORS_ORIGINS: z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      const origins = (value ?? '')
+        .split(',')
+        .map((o) => o.trim())
+        .filter(Boolean);
+      for (const origin of origins) {
+        if (!URL.canParse(origin) || new URL(origin).origin !== origin) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `"${origin}" is not an origin such as http://127.0.0.1:8233`,
+          });
+          return z.NEVER;
+        }
+      }
+      return origins;
+    }),
+  /** Port of the worker's Prometheus endpoint (our metrics and the Temporal SDK's); 0: none. */
+  WORKER_METRICS_PORT: port.default(9464),
   /** An FAQ file (JSON) for the default responder; unset: the built-in FAQ. */
   RESPONDER_FAQ_FILE: optional,
   /** Configured routes and HTTP endpoints (JSON or YAML, docs/targets.md); unset: default chat routes only. */
