@@ -424,6 +424,7 @@ export function configuredPlans(set: RouteSet, event: InboundEvent): EffectPlan[
     .map((route) => {
       const scope: Scope = { event, route };
       if (route.operationId) scope.operationId = render(route.operationId, scope, 'operationId');
+      const businessKey = render(route.businessKey, scope, 'businessKey');
       const steps = route.steps.map((step): StepPlan => {
         const at = `step ${step.name}`;
         const destination = Object.fromEntries(
@@ -446,7 +447,7 @@ export function configuredPlans(set: RouteSet, event: InboundEvent): EffectPlan[
       });
       return {
         integration: route.integration,
-        businessKey: render(route.businessKey, scope, 'businessKey'),
+        businessKey,
         conversationId: event.conversation?.id,
         steps,
       };
