@@ -197,8 +197,18 @@ export const configSchema = z.object({
   WORKER_METRICS_PORT: port.default(9464),
   /** An FAQ file (JSON) for the default responder; unset: the built-in FAQ. */
   RESPONDER_FAQ_FILE: optional,
+  /** A service that writes replies (POST JSON → {"text"}); when set it replaces the FAQ responder. */
+  RESPONDER_URL: url,
+  RESPONDER_TOKEN: optional,
+  RESPONDER_TIMEOUT: duration('10s'),
   /** Configured routes and HTTP endpoints (JSON or YAML, docs/targets.md); unset: default chat routes only. */
   ROUTES_FILE: optional,
+  /** Who runs operator CLI commands (audited as the actor); `--operator` overrides it. */
+  REPLYFLOW_OPERATOR: optional,
+  /** Operator roles, JSON or YAML (docs/cli.md); unset with REPLYFLOW_ROLES unset: everyone may only view. */
+  REPLYFLOW_ROLES_FILE: optional,
+  /** Operator roles inline, `alice=mark-sent+resend,bob=approve,*=view` (`*`: everyone else). */
+  REPLYFLOW_ROLES: optional,
   /** Set to `false` to disable the sandbox provider, page and target. */
   SANDBOX_ENABLED: z
     .enum(['true', 'false'])

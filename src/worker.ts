@@ -8,7 +8,7 @@ import { createNotifier } from './alerts';
 import type { Config } from './config';
 import type { Pool } from './db/pool';
 import type { Logger } from './logger';
-import { faqResponder, loadFaqFile } from './responders/faq';
+import { createResponder } from './responders';
 import { loadRouteFile, planner, RouteFileError, routeTargetProblems } from './routes';
 import { createTargets } from './targets';
 import { connectionSecurity, dataConverter, keyring } from './temporal/client';
@@ -79,7 +79,7 @@ export async function createWorker(
   const activities = createActivities({
     pool: options.pool,
     targets,
-    responder: faqResponder(config.RESPONDER_FAQ_FILE ? loadFaqFile(config.RESPONDER_FAQ_FILE) : undefined),
+    responder: createResponder(config),
     policy: deliveryPolicy(config),
     plan: planner(routes),
     notify: createNotifier({

@@ -283,10 +283,12 @@ export async function handleEvent(event: InboundEvent): Promise<EventResult> {
       return 'succeeded';
     }
     // 4. The responder answers once; every attempt sends these same bytes.
-    const body =
-      step.content.kind === 'reply'
-        ? { text: (await responder.prepareReply({ event, step })).text }
-        : { json: step.content.body };
+    const prepared = await prepareBody(effectId, step, policy, businessKey);
+    if ('done' in prepared) {
+      if (prepared.done === 'succeeded') results.push({ businessKey, effectId });
+      return prepared.done;
+    }
+    const { body } = prepared;
     const send = sender(policy);
 
     for (;;) {
@@ -302,6 +304,44 @@ export async function handleEvent(event: InboundEvent): Promise<EventResult> {
         return decision.state;
       }
       // An approved resend or a reprocess: the row is back in retry_wait; the same protocol runs.
+    }
+  }
+
+  /**
+   * The body to send: the responder's answer (written once) or the route's mapped payload. A
+   * responder that keeps failing parks the effect as failed at step `prepareReply`; reprocess asks it
+   * again. Nothing has been sent at that point.
+   */
+  async function prepareBody(
+    effectId: string,
+    step: StepPlan,
+    policy: DeliveryPolicy,
+    businessKey: string,
+  ): Promise<{ body: SendInput['body'] } | { done: ReplyState }> {
+    if (step.content.kind === 'payload') return { body: { json: step.content.body } };
+    for (;;) {
+      try {
+        const { text } = await responder.prepareReply({ event, step });
+        view.step = step.name;
+        return { body: { text } };
+      } catch (err) {
+        const cause = err instanceof ActivityFailure ? err.cause : err;
+        const message = cause instanceof Error ? cause.message : String(cause);
+        await records.recordResult({
+          effectId,
+          status: 'failed',
+          errorClass: 'responder',
+          error: `responder: ${message}`,
+        });
+        setState('failed', {
+          step: 'prepareReply',
+          lastErrorClass: 'responder',
+          lastError: message,
+          recommendedAction: 'fix the responder (RESPONDER_URL or the FAQ file), then reprocess',
+        });
+        const decision = await awaitOperator('failed', effectId, step, policy, businessKey);
+        if (decision.kind === 'done') return { done: decision.state };
+      }
     }
   }
 

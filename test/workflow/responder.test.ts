@@ -1,0 +1,113 @@
+// The HTTP responder (e.g. an LLM gateway) through the event workflow: its answer is written once and
+// sent; a responder that refuses parks the effect as failed at prepareReply, and reprocess asks again.
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { httpResponder } from '../../src/responders/http';
+import { reprocessSignal } from '../../workflows/messages';
+import { FakeTarget } from '../helpers/fake-target';
+import { timeSkipping } from '../helpers/servers';
+import { sandboxEvent, startTestWorker, testConfig, uniqueId } from '../helpers/system';
+import { effectRows, startEvent, waitForState } from '../helpers/workflows';
+
+/** A responder service that answers, or refuses with the status it is told. */
+async function fakeResponder() {
+  const asked: { text: string; authorization?: string }[] = [];
+  let refuseWith: number | undefined;
+  const server = http.createServer((req, res) => {
+    let raw = '';
+    req.on('data', (c) => {
+      raw += c;
+    });
+    req.on('end', () => {
+      const body = JSON.parse(raw) as { text: string };
+      asked.push({ text: body.text, authorization: req.headers.authorization });
+      if (refuseWith) {
+        res.writeHead(refuseWith, { 'content-type': 'application/json' }).end('{"error":"no"}');
+        return;
+      }
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ text: `gateway answer to: ${body.text}` }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/answer`,
+    asked,
+    refuse(status: number | undefined) {
+      refuseWith = status;
+    },
+    stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+describe('HTTP responder through the event workflow (time-skipping server)', function () {
+  this.timeout(120_000);
+  let env: TestWorkflowEnvironment;
+  let fake: FakeTarget;
+  let responder: Awaited<ReturnType<typeof fakeResponder>>;
+  let worker: { stop(): Promise<void> };
+  const config = testConfig();
+
+  before(async () => {
+    env = await timeSkipping();
+    fake = await new FakeTarget().start();
+    responder = await fakeResponder();
+    const withFake = { ...config, SANDBOX_API_URL: fake.url };
+    worker = await startTestWorker({
+      address: env.address,
+      config: withFake,
+      deps: { responder: httpResponder({ url: responder.url, timeoutMs: 5000, token: 'gw-token' }) },
+    });
+  });
+  after(async () => {
+    await worker?.stop();
+    await fake?.stop();
+    await responder?.stop();
+  });
+
+  it('sends the answer the responder wrote, asking it once', async () => {
+    const conv = uniqueId('c');
+    const handle = await startEvent(
+      env.client,
+      config.TEMPORAL_TASK_QUEUE,
+      sandboxEvent({ conversationId: conv, messageId: 'm1', text: 'where is my parcel?' }),
+    );
+    assert.equal((await handle.result()).state, 'succeeded');
+    assert.deepEqual(
+      fake.deliveredTo(conv).map((d) => d.text),
+      ['gateway answer to: where is my parcel?'],
+    );
+    assert.deepEqual(
+      responder.asked.filter((a) => a.text === 'where is my parcel?').map((a) => a.authorization),
+      ['Bearer gw-token'],
+    );
+  });
+
+  it('parks a refused answer as failed at prepareReply, sends nothing, and reprocess asks again', async () => {
+    const conv = uniqueId('c');
+    responder.refuse(401);
+    const handle = await startEvent(
+      env.client,
+      config.TEMPORAL_TASK_QUEUE,
+      sandboxEvent({ conversationId: conv, messageId: 'm1', text: 'refund?' }),
+    );
+    const failed = await waitForState(handle, 'failed');
+    assert.equal(failed.step, 'prepareReply');
+    assert.equal(failed.lastErrorClass, 'responder');
+    assert.match(failed.recommendedAction ?? '', /RESPONDER_URL/);
+    assert.equal(fake.deliveredTo(conv).length, 0);
+    const [row] = await effectRows(`chat:sandbox:${conv}:m1:answer`);
+    assert.equal(row.status, 'failed');
+
+    responder.refuse(undefined);
+    await handle.signal(reprocessSignal, { operator: 'alice', reason: 'gateway key rotated' });
+    assert.equal((await handle.result()).state, 'succeeded');
+    assert.deepEqual(
+      fake.deliveredTo(conv).map((d) => d.text),
+      ['gateway answer to: refund?'],
+    );
+  });
+});
