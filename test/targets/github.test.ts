@@ -9,9 +9,9 @@ import { effectMarker } from '../../src/targets/github';
 import { resolveSignal } from '../../workflows/messages';
 import { FakeGithub, secondaryRateLimit } from '../helpers/fakes/github';
 import { timeSkipping } from '../helpers/servers';
-import { testConfig, uniqueId } from '../helpers/system';
+import { startTestWorker, testConfig, uniqueId } from '../helpers/system';
 import { effectRows, startEvent, waitForState } from '../helpers/workflows';
-import { githubIssueOpened, suiteWorker } from './harness';
+import { githubIssueOpened } from './harness';
 
 describe('GitHub target (issue comment + hidden marker lookup) through the event workflow', function () {
   this.timeout(120_000);
@@ -24,7 +24,7 @@ describe('GitHub target (issue comment + hidden marker lookup) through the event
     env = await timeSkipping();
     github = await new FakeGithub().start();
     config = testConfig({ GITHUB_TOKEN: github.token, GITHUB_API_URL: github.url });
-    worker = await suiteWorker(env, config);
+    worker = await startTestWorker({ address: env.address, config });
   });
   after(async () => {
     await worker?.stop();

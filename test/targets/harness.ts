@@ -1,38 +1,7 @@
-// What the target suites share: one worker per suite serving the suite's own queue on the
-// time-skipping server (a chat event leaves its conversation's workflow running, and running
-// workflows need a worker for time to keep skipping), and events as each provider normalises them.
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { ActivityDeps } from '../../activities';
-import type { Config } from '../../src/config';
+// Events as each provider normalises them, for the target suites: the replyTo shapes the inbound
+// providers produce (Slack thread, LINE reply token and user, GitHub issue) and Stripe refunds.
 import type { InboundEvent } from '../../src/providers/types';
-import { createWorker } from '../../src/worker';
-import { database, TEST_ENCRYPTION_KEY, workflowBundle } from '../helpers/servers';
-import { FAST_POLICY, silentLogger, uniqueId } from '../helpers/system';
-
-export async function suiteWorker(
-  env: TestWorkflowEnvironment,
-  config: Config,
-  deps: Partial<ActivityDeps> = {},
-): Promise<{ stop(): Promise<void> }> {
-  const { pool } = await database();
-  const { worker, connection } = await createWorker({
-    config,
-    pool,
-    temporalAddress: env.address,
-    encryptionKey: TEST_ENCRYPTION_KEY,
-    logger: silentLogger,
-    workerOptions: { workflowBundle: await workflowBundle() },
-    deps: { policy: FAST_POLICY, ...deps },
-  });
-  const running = worker.run();
-  return {
-    async stop() {
-      worker.shutdown();
-      await running;
-      await connection.close();
-    },
-  };
-}
+import { uniqueId } from '../helpers/system';
 
 function chatEvent(
   provider: string,

@@ -14,9 +14,9 @@ import { reprocessSignal, resolveSignal } from '../../workflows/messages';
 import { FailedStep } from '../../workflows/search-attributes';
 import { FakeOrders } from '../helpers/fakes/orders';
 import { timeSkipping } from '../helpers/servers';
-import { testConfig, uniqueId } from '../helpers/system';
+import { startTestWorker, testConfig, uniqueId } from '../helpers/system';
 import { effectRows, startEvent, waitForState } from '../helpers/workflows';
-import { stripeRefund, suiteWorker } from './harness';
+import { stripeRefund } from './harness';
 
 const TOKEN_VARIABLE = 'REPLYFLOW_TEST_ORDERS_TOKEN';
 
@@ -102,7 +102,7 @@ describe('configured routes and generic HTTP targets through the event workflow'
     );
     process.env[TOKEN_VARIABLE] = 'orders-secret';
     config = testConfig({ ROUTES_FILE: file });
-    worker = await suiteWorker(env, config);
+    worker = await startTestWorker({ address: env.address, config });
   });
   after(async () => {
     await worker?.stop();

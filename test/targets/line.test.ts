@@ -10,9 +10,9 @@ import type { TargetAdapter } from '../../src/targets/types';
 import { approveSignal, resolveSignal } from '../../workflows/messages';
 import { FakeLine } from '../helpers/fakes/line';
 import { timeSkipping } from '../helpers/servers';
-import { testConfig, uniqueId } from '../helpers/system';
+import { startTestWorker, testConfig, uniqueId } from '../helpers/system';
 import { effectRows, startEvent, waitForState } from '../helpers/workflows';
-import { lineEvent, suiteWorker } from './harness';
+import { lineEvent } from './harness';
 
 describe('LINE target (reply token, then push with X-Line-Retry-Key) through the event workflow', function () {
   this.timeout(120_000);
@@ -25,7 +25,7 @@ describe('LINE target (reply token, then push with X-Line-Retry-Key) through the
     env = await timeSkipping();
     line = await new FakeLine().start();
     config = testConfig({ LINE_CHANNEL_ACCESS_TOKEN: line.channelAccessToken, LINE_API_URL: line.url });
-    worker = await suiteWorker(env, config);
+    worker = await startTestWorker({ address: env.address, config });
   });
   after(async () => {
     await worker?.stop();
@@ -183,7 +183,11 @@ describe('LINE target (reply token, then push with X-Line-Retry-Key) through the
         LINE_API_URL: line.url,
       });
       const real = lineTarget({ channelAccessToken: line.channelAccessToken, apiUrl: line.url });
-      crashing = await suiteWorker(env, crashConfig, { targets: new Map([['line', diesAfterWrite(real)]]) });
+      crashing = await startTestWorker({
+        address: env.address,
+        config: crashConfig,
+        deps: { targets: new Map([['line', diesAfterWrite(real)]]) },
+      });
     });
     afterEach(async () => {
       wake();

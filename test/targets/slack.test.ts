@@ -9,9 +9,9 @@ import { SLACK_METADATA_EVENT_TYPE } from '../../src/targets/slack';
 import { approveSignal, resolveSignal } from '../../workflows/messages';
 import { FakeSlack, slackError } from '../helpers/fakes/slack';
 import { timeSkipping } from '../helpers/servers';
-import { testConfig, uniqueId } from '../helpers/system';
+import { startTestWorker, testConfig, uniqueId } from '../helpers/system';
 import { effectRows, startEvent, waitForState } from '../helpers/workflows';
-import { slackEvent, suiteWorker } from './harness';
+import { slackEvent } from './harness';
 
 describe('Slack target (chat.postMessage + metadata lookup) through the event workflow', function () {
   this.timeout(120_000);
@@ -24,7 +24,7 @@ describe('Slack target (chat.postMessage + metadata lookup) through the event wo
     env = await timeSkipping();
     slack = await new FakeSlack().start();
     config = testConfig({ SLACK_BOT_TOKEN: slack.token, SLACK_API_URL: `${slack.url}/api/` });
-    worker = await suiteWorker(env, config);
+    worker = await startTestWorker({ address: env.address, config });
   });
   after(async () => {
     await worker?.stop();
@@ -168,7 +168,7 @@ describe('Slack target (chat.postMessage + metadata lookup) through the event wo
     const other = await new FakeSlack('xoxb-other').start();
     try {
       const badConfig = testConfig({ SLACK_BOT_TOKEN: 'xoxb-wrong', SLACK_API_URL: `${other.url}/api/` });
-      const badWorker = await suiteWorker(env, badConfig);
+      const badWorker = await startTestWorker({ address: env.address, config: badConfig });
       try {
         const handle = await startEvent(env.client, badConfig.TEMPORAL_TASK_QUEUE, event);
         const failed = await waitForState(handle, 'failed');
