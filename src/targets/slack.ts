@@ -38,10 +38,10 @@ const PERMANENT_ERRORS: Record<string, string> = {
   restricted_action_thread_only_channel: 'the channel only accepts thread replies',
   restricted_action_non_threadable_channel: 'the channel does not accept thread replies',
   cannot_reply_to_message: 'this message cannot be replied to in a thread',
-  invalid_metadata_format: 'the effect metadata was rejected: check the Slack API URL',
-  invalid_metadata_schema: 'the effect metadata was rejected: check the Slack API URL',
-  metadata_too_large: 'the effect metadata was rejected: check the Slack API URL',
-  duplicate_channel_not_found: 'check the channel id',
+  // Our metadata is fixed (event_type + effect id): Slack refusing it means SLACK_API_URL is not Slack.
+  invalid_metadata_format: 'Slack refused the effect metadata: check that SLACK_API_URL points at Slack',
+  invalid_metadata_schema: 'Slack refused the effect metadata: check that SLACK_API_URL points at Slack',
+  metadata_too_large: 'Slack refused the effect metadata: check that SLACK_API_URL points at Slack',
 };
 
 /**
