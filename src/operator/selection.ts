@@ -1,0 +1,135 @@
+// Reprocessing a selection of failed work: a plan from Temporal visibility, each item checked against
+// the workflow's own state and its effect row, and checked again immediately before acting, so that
+// an item that changed since the plan (resolved, reprocessed, taken over) is skipped, not pushed.
+import type { Client } from '@temporalio/client';
+import type { Pool } from '../db/pool';
+import { decide } from './decisions';
+import { OperatorInputError } from './errors';
+import { effectsOf } from './inspect';
+import { listEventWorkflows, type WorkflowStatus, workflowStatus } from './workflows';
+
+export interface SelectionItem {
+  workflowId: string;
+  integration?: string;
+  businessKey?: string;
+  /** The workflow's state as its `status` query reported it. */
+  state?: string;
+  /** The effect row's status (the row the workflow's current step owns). */
+  effectStatus?: string;
+  verdict: 'reprocess' | 'skip';
+  /** Why an item is skipped. */
+  why?: string;
+}
+
+interface Checked {
+  item: SelectionItem;
+  current?: WorkflowStatus;
+}
+
+/** Reads the workflow's state and its effect row, and says whether reprocessing it is sound now. */
+async function check(client: Client, pool: Pool, workflowId: string, integration?: string): Promise<Checked> {
+  const base: SelectionItem = { workflowId, integration, verdict: 'skip' };
+  let current: WorkflowStatus;
+  try {
+    current = await workflowStatus(client, workflowId);
+  } catch (err) {
+    if (err instanceof OperatorInputError) return { item: { ...base, why: err.message } };
+    throw err;
+  }
+  const { status } = current;
+  const item: SelectionItem = { ...base, businessKey: status.businessKey, state: status.state };
+  if (current.execution !== 'RUNNING') return { item: { ...item, why: 'the workflow is closed' } };
+  if (status.state !== 'failed') return { item: { ...item, why: `state is ${status.state}, not failed` } };
+  const row = (await effectsOf(pool, workflowId)).find((e) => e.id === status.effectId);
+  if (!row) return { item: { ...item, why: 'no effect row for its current step' } };
+  const checked = { ...item, effectStatus: row.status };
+  if (row.workflowId !== workflowId)
+    return { item: { ...checked, why: `its business key is owned by ${row.workflowId}` } };
+  if (row.status !== 'failed')
+    return { item: { ...checked, why: `its effect is ${row.status}, not failed` } };
+  return { item: { ...checked, verdict: 'reprocess' }, current };
+}
+
+/** What a reprocess of the query's failed work would do. Reads only; changes nothing. */
+export async function planReprocess(client: Client, pool: Pool, query: string): Promise<SelectionItem[]> {
+  const listed = await listEventWorkflows(client, `(${query}) AND ExecutionStatus = "Running"`);
+  const plan: SelectionItem[] = [];
+  for (const entry of listed)
+    plan.push((await check(client, pool, entry.workflowId, entry.integration)).item);
+  return plan;
+}
+
+export interface ItemResult {
+  workflowId: string;
+  businessKey?: string;
+  result: 'accepted' | 'rejected' | 'skipped' | 'undecided';
+  detail?: string;
+  requestId?: string;
+  stateAfter?: string;
+}
+
+export interface RunOptions {
+  operator: string;
+  reason: string;
+  waitMs?: number;
+  /** Called after each item, for a progress display. */
+  onItem?: (result: ItemResult, done: number, total: number) => void;
+}
+
+/** Reprocesses the planned items one by one, re-checking each immediately before its signal. */
+export async function runReprocess(
+  client: Client,
+  pool: Pool,
+  plan: SelectionItem[],
+  options: RunOptions,
+): Promise<ItemResult[]> {
+  const todo = plan.filter((item) => item.verdict === 'reprocess');
+  const results: ItemResult[] = [];
+  for (const planned of todo) {
+    const result = await reprocessOne(client, pool, planned, options);
+    results.push(result);
+    options.onItem?.(result, results.length, todo.length);
+  }
+  return results;
+}
+
+async function reprocessOne(
+  client: Client,
+  pool: Pool,
+  planned: SelectionItem,
+  options: RunOptions,
+): Promise<ItemResult> {
+  const { workflowId, businessKey } = planned;
+  const { item, current } = await check(client, pool, workflowId, planned.integration);
+  if (!current)
+    return { workflowId, businessKey, result: 'skipped', detail: `changed since the plan: ${item.why}` };
+  if (item.businessKey !== businessKey)
+    return {
+      workflowId,
+      businessKey,
+      result: 'skipped',
+      detail: 'changed since the plan: another business key',
+    };
+  try {
+    const outcome = await decide(client, {
+      workflowId,
+      operator: options.operator,
+      request: { signal: 'reprocess', reason: options.reason },
+      waitMs: options.waitMs,
+      current,
+    });
+    const { decision } = outcome;
+    return {
+      workflowId,
+      businessKey,
+      requestId: outcome.requestId,
+      result: decision ? decision.result : 'undecided',
+      detail: decision?.detail,
+      stateAfter: outcome.state,
+    };
+  } catch (err) {
+    if (err instanceof OperatorInputError)
+      return { workflowId, businessKey, result: 'skipped', detail: `changed since the plan: ${err.message}` };
+    throw err;
+  }
+}
