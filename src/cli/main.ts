@@ -1,9 +1,14 @@
 // The `replyflow` command. `start` runs everything on embedded defaults; `receiver` and `worker` run
-// one role against configured servers. Operator commands are added beside these.
-import { Command } from 'commander';
+// one role against configured servers; the operator commands (docs/cli.md) find and decide held and
+// failed work. `run(argv, io)` runs a command in-process and returns its exit code.
+import { Command, CommanderError } from 'commander';
 import { ConfigError, loadConfig } from '../config';
 import { launch } from '../launcher';
 import { createLogger } from '../logger';
+import { type CliContext, EXIT } from './command';
+import { type CliIo, processIo } from './io';
+import { registerMaintenanceCommands } from './maintenance-commands';
+import { registerWorkCommands } from './work-commands';
 
 function runRole(role: 'all' | 'receiver' | 'worker') {
   return async () => {
@@ -50,10 +55,22 @@ function runRole(role: 'all' | 'receiver' | 'worker') {
   };
 }
 
-export function buildProgram(): Command {
-  const program = new Command('replyflow').description(
-    'Webhooks in, exactly one reply or side effect out, or a human decides (on Temporal).',
-  );
+export function buildProgram(
+  ctx: CliContext = {
+    io: processIo(),
+    setExitCode: (code) => {
+      process.exitCode = code;
+    },
+  },
+): Command {
+  const program = new Command('replyflow')
+    .description('Webhooks in, exactly one reply or side effect out, or a human decides (on Temporal).')
+    // Inherited by every command added below: usage errors come back to run() instead of exiting.
+    .exitOverride()
+    .configureOutput({
+      writeOut: (text) => void ctx.io.stdout.write(text),
+      writeErr: (text) => void ctx.io.stderr.write(text),
+    });
   program
     .command('start')
     .description('run everything; embeds Temporal and PostgreSQL when their addresses are unset')
@@ -66,14 +83,37 @@ export function buildProgram(): Command {
     .command('worker')
     .description('run a worker against TEMPORAL_ADDRESS and DATABASE_URL')
     .action(runRole('worker'));
+  registerWorkCommands(program, ctx);
+  registerMaintenanceCommands(program, ctx);
   return program;
 }
 
+/** Runs one command line (without `node replyflow`) and returns its exit code; long-running roles keep running. */
+export async function run(argv: string[], io: CliIo = processIo()): Promise<number> {
+  let code: number = EXIT.ok;
+  const program = buildProgram({
+    io,
+    setExitCode: (next) => {
+      code = next;
+    },
+  });
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+  } catch (err) {
+    if (err instanceof CommanderError) return err.exitCode === 0 ? EXIT.ok : EXIT.badInput;
+    throw err;
+  }
+  return code;
+}
+
 if (require.main === module || process.env.REPLYFLOW_CLI === '1') {
-  buildProgram()
-    .parseAsync(process.argv)
-    .catch((err) => {
+  run(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err) => {
       console.error(`replyflow: ${(err as Error).message}`);
       process.exit(1);
-    });
+    },
+  );
 }

@@ -1,0 +1,79 @@
+// How every operator command runs: open a session, do the work, close the connections, and turn the
+// outcome into an exit code and one clear line on stderr.
+import type { Command } from 'commander';
+import { ConfigError, parseDuration } from '../config';
+import { NotPermittedError, OperatorInputError } from '../operator/errors';
+import { RoleConfigError } from '../operator/roles';
+import { ConnectionSecurityError } from '../temporal/client';
+import { type CliIo, printLine } from './io';
+import { openSession, type Session } from './session';
+
+/** Exit codes: documented in docs/cli.md. */
+export const EXIT = {
+  ok: 0,
+  /** Done but not as asked: rejected by the workflow, no verdict in time, inconsistencies found, an error. */
+  notDone: 1,
+  /** Bad input or configuration: nothing was changed. */
+  badInput: 2,
+  /** The operator's roles do not allow it: nothing was changed, the refusal is audited. */
+  notPermitted: 3,
+} as const;
+
+export interface CliContext {
+  io: CliIo;
+  setExitCode(code: number): void;
+}
+
+/**
+ * Wraps a command's work for commander: the last argument commander passes is the command itself,
+ * whose `--operator` option names who acts.
+ */
+export function operatorAction<A extends unknown[]>(
+  ctx: CliContext,
+  work: (session: Session, ...args: A) => Promise<number>,
+): (...args: A) => Promise<void> {
+  return async (...args: A) => {
+    const command = args[args.length - 1] as Command;
+    let session: Session | undefined;
+    try {
+      session = openSession(ctx.io, command.opts().operator);
+      ctx.setExitCode(await work(session, ...args));
+    } catch (err) {
+      ctx.setExitCode(report(ctx.io, err));
+    } finally {
+      await session?.close().catch(() => {});
+    }
+  };
+}
+
+function report(io: CliIo, err: unknown): number {
+  const message = err instanceof Error ? err.message : String(err);
+  printLine(io.stderr, `replyflow: ${message}`);
+  if (err instanceof NotPermittedError) return EXIT.notPermitted;
+  if (
+    err instanceof OperatorInputError ||
+    err instanceof ConfigError ||
+    err instanceof RoleConfigError ||
+    err instanceof ConnectionSecurityError
+  )
+    return EXIT.badInput;
+  return EXIT.notDone;
+}
+
+/** `--since 1h` (that long ago) or an ISO 8601 time. */
+export function parseTime(value: string, flag: string): Date {
+  const ago = parseDuration(value);
+  if (ago !== undefined) return new Date(Date.now() - ago);
+  const at = Date.parse(value);
+  if (Number.isNaN(at))
+    throw new OperatorInputError(
+      `${flag} expects a duration (30m, 4h, 7d) or an ISO 8601 time, not "${value}"`,
+    );
+  return new Date(at);
+}
+
+export function parseDurationFlag(value: string, flag: string): number {
+  const ms = parseDuration(value);
+  if (ms === undefined) throw new OperatorInputError(`${flag} expects a duration such as 30s, 15m, 4h or 7d`);
+  return ms;
+}

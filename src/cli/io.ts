@@ -1,0 +1,82 @@
+// Where the CLI reads and writes, injectable so that tests run commands in-process, plus the plain
+// text it prints: aligned tables, ages, and a progress bar that only draws on a terminal.
+import { createInterface } from 'node:readline/promises';
+
+export interface Output {
+  write(text: string): unknown;
+  isTTY?: boolean;
+}
+
+export interface CliIo {
+  env: NodeJS.ProcessEnv;
+  stdout: Output;
+  stderr: Output;
+  /** Asks a yes/no question; resolves false when nobody can answer it (not a terminal). */
+  confirm(question: string): Promise<boolean>;
+}
+
+export function processIo(): CliIo {
+  return {
+    env: process.env,
+    stdout: process.stdout,
+    stderr: process.stderr,
+    async confirm(question) {
+      if (!process.stdin.isTTY) return false;
+      const rl = createInterface({ input: process.stdin, output: process.stderr });
+      try {
+        return /^y(es)?$/i.test((await rl.question(`${question} [y/N] `)).trim());
+      } finally {
+        rl.close();
+      }
+    },
+  };
+}
+
+export function printLine(out: Output, line = ''): void {
+  out.write(`${line}\n`);
+}
+
+export function printJson(out: Output, value: unknown): void {
+  out.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+/** Columns padded to their widest cell; the last column is not padded. */
+export function table(header: string[], rows: (string | number | undefined | null)[][]): string {
+  const cells = [header, ...rows.map((r) => r.map((c) => (c === undefined || c === null ? '-' : String(c))))];
+  const widths = header.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
+  return cells
+    .map((r) =>
+      r
+        .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!)))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
+}
+
+/** 45s, 12m, 5h, 3d: how long ago, at a glance. */
+export function formatAge(ms: number): string {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m`;
+  if (s < 86_400) return `${Math.floor(s / 3600)}h`;
+  return `${Math.floor(s / 86_400)}d`;
+}
+
+export interface Progress {
+  /** Clears the bar so a line can be printed where it was; the next update draws it again. */
+  clear(): void;
+  update(done: number): void;
+  end(): void;
+}
+
+/** A bar on stderr when it is a terminal; nothing otherwise (each item's line on stdout says enough). */
+export function progressBar(out: Output, total: number, width = 30): Progress {
+  if (!out.isTTY || total === 0) return { clear() {}, update() {}, end() {} };
+  const draw = (done: number) => {
+    const filled = Math.round((done / total) * width);
+    out.write(`\r[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total}`);
+  };
+  draw(0);
+  return { clear: () => out.write('\r\x1b[K'), update: draw, end: () => out.write('\n') };
+}

@@ -1,0 +1,428 @@
+// The commands about held and failed work: find it (`held`, `failed`), understand it (`show`), and
+// decide (`resolve`, `approve`, `reprocess`, one workflow or a selection).
+import { type Command, Option } from 'commander';
+import type { ResolveAction } from '../../workflows/messages';
+import {
+  actionOf,
+  type DecisionOutcome,
+  type DecisionRequest,
+  decide,
+  roleFor,
+  validateRequest,
+} from '../operator/decisions';
+import { OperatorInputError } from '../operator/errors';
+import { inspectWorkflow } from '../operator/inspect';
+import { type ItemResult, planReprocess, runReprocess, type SelectionItem } from '../operator/selection';
+import { listWork, quote, type WorkItem } from '../operator/workflows';
+import { type CliContext, EXIT, operatorAction, parseDurationFlag, parseTime } from './command';
+import { type CliIo, formatAge, printJson, printLine, progressBar, table } from './io';
+import type { Session } from './session';
+
+const operatorOption = () => new Option('--operator <name>', 'who acts (default: REPLYFLOW_OPERATOR)');
+const jsonOption = () => new Option('--json', 'print JSON instead of a table');
+const waitOption = () =>
+  new Option('--wait <duration>', 'how long to wait for the workflow to decide').default('60s');
+
+export function registerWorkCommands(program: Command, ctx: CliContext): void {
+  for (const kind of ['held', 'failed'] as const) {
+    program
+      .command(kind)
+      .description(
+        kind === 'held'
+          ? 'list held work (outcome unknown) and resends awaiting approval'
+          : 'list failed work waiting for reprocess or discard',
+      )
+      .addOption(operatorOption())
+      .addOption(jsonOption())
+      .option('--integration <name>', 'only this integration')
+      .option('--since <time>', 'only events that arrived since (1h, 7d or an ISO time)')
+      .option('--include-closed', 'also closed workflows (failed work nobody decided on in time)')
+      .action(
+        operatorAction(ctx, async (session, opts: ListOptions) => {
+          await session.authorize('view', { action: 'view', target: kind });
+          const items = await listWork(await session.client(), kind, {
+            integration: opts.integration,
+            since: opts.since ? parseTime(opts.since, '--since') : undefined,
+            includeClosed: opts.includeClosed,
+          });
+          printWork(ctx.io, kind, items, opts.json);
+          return EXIT.ok;
+        }),
+      );
+  }
+
+  program
+    .command('show')
+    .description("one workflow: its status query, effect rows and audit rows (never the message's text)")
+    .argument('<workflowId>')
+    .addOption(operatorOption())
+    .addOption(jsonOption())
+    .action(
+      operatorAction(ctx, async (session, workflowId: string, opts: { json?: boolean }) => {
+        await session.authorize('view', { action: 'view', target: workflowId });
+        const inspection = await inspectWorkflow(await session.client(), await session.pool(), workflowId);
+        if (opts.json) printJson(ctx.io.stdout, inspection);
+        else printInspection(ctx.io, inspection);
+        return EXIT.ok;
+      }),
+    );
+
+  program
+    .command('resolve')
+    .description(
+      'decide held or failed work: mark-sent (with the external id), resend (needs approval), discard',
+    )
+    .argument('<workflowId>')
+    .addOption(
+      new Option('--action <action>', 'what to do')
+        .choices(['mark-sent', 'resend', 'discard'])
+        .makeOptionMandatory(),
+    )
+    .requiredOption('--reason <text>', 'why, for the audit log')
+    .option('--external-id <id>', 'with mark-sent: the id the target gave the message that was sent')
+    .addOption(operatorOption())
+    .addOption(waitOption())
+    .addOption(jsonOption())
+    .action(
+      operatorAction(ctx, (session, workflowId: string, opts: DecisionOptions & { action: ResolveAction }) =>
+        decideOne(ctx.io, session, workflowId, opts, {
+          signal: 'resolve',
+          action: opts.action,
+          reason: opts.reason,
+          externalId: opts.externalId,
+        }),
+      ),
+    );
+
+  program
+    .command('approve')
+    .description('approve a resend another operator asked for')
+    .argument('<workflowId>')
+    .requiredOption('--reason <text>', 'why, for the audit log')
+    .addOption(operatorOption())
+    .addOption(waitOption())
+    .addOption(jsonOption())
+    .action(
+      operatorAction(ctx, (session, workflowId: string, opts: DecisionOptions) =>
+        decideOne(ctx.io, session, workflowId, opts, { signal: 'approve', reason: opts.reason }),
+      ),
+    );
+
+  program
+    .command('reprocess')
+    .description('run failed work again through the same checks: one workflow, or a selection')
+    .argument('[workflowId]')
+    .requiredOption('--reason <text>', 'why, for the audit log')
+    .option(
+      '--query <filter>',
+      'select by a Temporal list filter, e.g. \'ReplyState="failed" AND Integration="slack"\'',
+    )
+    .option('--integration <name>', 'select failed work of this integration')
+    .option('--since <time>', 'select failed work that arrived since (1h, 7d or an ISO time)')
+    .option('--dry-run', 'show what would happen and change nothing')
+    .option('--yes', 'do not ask for confirmation')
+    .addOption(operatorOption())
+    .addOption(waitOption())
+    .addOption(jsonOption())
+    .action(
+      operatorAction(ctx, (session, workflowId: string | undefined, opts: ReprocessOptions) =>
+        workflowId && !selects(opts) && !opts.dryRun
+          ? decideOne(ctx.io, session, workflowId, opts, { signal: 'reprocess', reason: opts.reason })
+          : reprocessSelection(ctx.io, session, selectionQuery(workflowId, opts), opts),
+      ),
+    );
+}
+
+interface ListOptions {
+  json?: boolean;
+  integration?: string;
+  since?: string;
+  includeClosed?: boolean;
+}
+
+interface DecisionOptions {
+  reason: string;
+  wait: string;
+  json?: boolean;
+  externalId?: string;
+}
+
+interface ReprocessOptions extends DecisionOptions {
+  query?: string;
+  integration?: string;
+  since?: string;
+  dryRun?: boolean;
+  yes?: boolean;
+}
+
+function printWork(io: CliIo, kind: 'held' | 'failed', items: WorkItem[], json?: boolean): void {
+  if (json) printJson(io.stdout, items);
+  else if (items.length === 0) printLine(io.stdout, `No ${kind} work.`);
+  else printWorkTable(io, items);
+}
+
+function printWorkTable(io: CliIo, items: WorkItem[]): void {
+  printLine(
+    io.stdout,
+    table(
+      [
+        'WORKFLOW ID',
+        'STATE',
+        'INTEGRATION',
+        'BUSINESS KEY',
+        'FAILED STEP',
+        'ATTEMPTS',
+        'LAST ERROR',
+        'AGE',
+        'RECOMMENDED ACTION',
+      ],
+      items.map((w) => [
+        w.workflowId,
+        w.execution === 'RUNNING' ? w.state : `${w.state} (${w.execution.toLowerCase()})`,
+        w.integration,
+        w.businessKey,
+        w.failedStep,
+        w.attempts,
+        w.lastErrorClass,
+        formatAge(w.ageMs),
+        w.recommendedAction,
+      ]),
+    ),
+  );
+}
+
+function printInspection(
+  io: CliIo,
+  { workflow, effects, audit }: Awaited<ReturnType<typeof inspectWorkflow>>,
+): void {
+  const s = workflow.status;
+  const out = io.stdout;
+  printLine(
+    out,
+    `${workflow.workflowId}  (${workflow.execution.toLowerCase()}, task queue ${workflow.taskQueue})`,
+  );
+  const fields: [string, unknown][] = [
+    ['state', s.state],
+    ['step', s.step],
+    ['attempts', s.attempts],
+    ['last error class', s.lastErrorClass],
+    ['last error', s.lastError],
+    ['recommended action', s.recommendedAction],
+    ['business key', s.businessKey],
+    ['effect id', s.effectId],
+    ['owner workflow', s.ownerWorkflowId],
+    ['reason', s.reason],
+    ['pending resend', s.pendingResend && `asked by ${s.pendingResend.operator}: ${s.pendingResend.reason}`],
+    ['started', `${workflow.startedAt} (${formatAge(Date.now() - Date.parse(workflow.startedAt))} ago)`],
+    ['closed', workflow.closedAt],
+  ];
+  printLine(
+    out,
+    table(
+      ['FIELD', 'VALUE'],
+      fields.filter(([, v]) => v !== undefined && v !== '').map(([k, v]) => [k, String(v)]),
+    ),
+  );
+  printLine(out);
+  printLine(out, `Operator history (${s.operatorHistory.length})`);
+  if (s.operatorHistory.length > 0)
+    printLine(
+      out,
+      table(
+        ['AT', 'ACTION', 'ACTOR', 'RESULT', 'DETAIL', 'REQUEST ID'],
+        s.operatorHistory.map((d) => [d.at, d.action, d.actor, d.result, d.detail, d.requestId]),
+      ),
+    );
+  printLine(out);
+  printLine(out, `Effects (${effects.length})`);
+  if (effects.length > 0)
+    printLine(
+      out,
+      table(
+        [
+          'EFFECT ID',
+          'TARGET',
+          'BUSINESS KEY',
+          'STATUS',
+          'ATTEMPTS',
+          'ERROR CLASS',
+          'EXTERNAL ID',
+          'OWNER',
+          'UPDATED',
+        ],
+        effects.map((e) => [
+          e.id,
+          e.target,
+          e.businessKey,
+          e.status,
+          e.attempts,
+          e.lastErrorClass,
+          e.externalId,
+          e.workflowId === workflow.workflowId ? 'this workflow' : e.workflowId,
+          e.updatedAt,
+        ]),
+      ),
+    );
+  printLine(out);
+  printLine(out, `Audit (${audit.length})`);
+  if (audit.length > 0) printLine(out, auditTable(audit));
+}
+
+export function auditTable(rows: Awaited<ReturnType<typeof inspectWorkflow>>['audit']): string {
+  return table(
+    ['AT', 'ACTOR', 'APPROVER', 'ACTION', 'TARGET', 'STATE', 'RESULT', 'REASON'],
+    rows.map((a) => [
+      a.at,
+      a.actor,
+      a.approver,
+      a.action,
+      a.target,
+      a.stateBefore || a.stateAfter ? `${a.stateBefore ?? '-'} → ${a.stateAfter ?? '-'}` : undefined,
+      a.result,
+      a.reason,
+    ]),
+  );
+}
+
+async function decideOne(
+  io: CliIo,
+  session: Session,
+  workflowId: string,
+  opts: DecisionOptions,
+  request: DecisionRequest,
+): Promise<number> {
+  validateRequest(request);
+  const waitMs = parseDurationFlag(opts.wait, '--wait');
+  const operator = await session.authorize(roleFor(request), {
+    action: actionOf(request),
+    target: workflowId,
+    reason: request.reason,
+  });
+  const outcome = await decide(await session.client(), {
+    workflowId,
+    operator,
+    request,
+    waitMs,
+    onSent: (requestId) => {
+      if (!opts.json)
+        printLine(io.stdout, `Sent ${actionOf(request)} to ${workflowId} (requestId ${requestId}).`);
+    },
+  });
+  if (opts.json) printJson(io.stdout, outcome);
+  else printLine(io.stdout, verdictLine(outcome, waitMs));
+  return outcome.decision?.result === 'accepted' ? EXIT.ok : EXIT.notDone;
+}
+
+function verdictLine({ decision, state, workflowId }: DecisionOutcome, waitMs: number): string {
+  if (!decision)
+    return `No verdict within ${formatAge(waitMs)} (state ${state}); the signal was sent: check \`replyflow show ${workflowId}\`.`;
+  const detail = decision.detail ? `: ${decision.detail}` : '';
+  return `${decision.result === 'accepted' ? 'Accepted' : 'Rejected'}${detail} (state ${decision.stateBefore} → ${state}).`;
+}
+
+function selects(opts: ReprocessOptions): boolean {
+  return Boolean(opts.query || opts.integration || opts.since);
+}
+
+/** The selection's visibility query: one id (a dry run), `--query` as given, or failed work by integration and time. */
+function selectionQuery(workflowId: string | undefined, opts: ReprocessOptions): string {
+  if (workflowId && selects(opts))
+    throw new OperatorInputError(
+      'give one workflow id or a selection (--query, --integration, --since), not both',
+    );
+  if (workflowId) return `WorkflowId = ${quote(workflowId)}`;
+  if (!selects(opts))
+    throw new OperatorInputError('give a workflow id, or select with --query, --integration or --since');
+  if (opts.query && (opts.integration || opts.since))
+    throw new OperatorInputError('--query already says what to select: leave out --integration and --since');
+  if (opts.query) return opts.query;
+  const parts = ['ReplyState = "failed"'];
+  if (opts.integration) parts.push(`Integration = ${quote(opts.integration)}`);
+  if (opts.since) parts.push(`StartTime >= ${quote(parseTime(opts.since, '--since').toISOString())}`);
+  return parts.join(' AND ');
+}
+
+async function reprocessSelection(
+  io: CliIo,
+  session: Session,
+  query: string,
+  opts: ReprocessOptions,
+): Promise<number> {
+  const reason = opts.reason.trim();
+  if (!reason) throw new OperatorInputError('a reason is required (--reason "…")');
+  const waitMs = parseDurationFlag(opts.wait, '--wait');
+  // A dry run only reads, so viewing is enough for it.
+  const operator = await session.authorize(opts.dryRun ? 'view' : 'reprocess', {
+    action: 'reprocess',
+    target: `selection: ${query}`,
+    reason,
+  });
+  const client = await session.client();
+  const pool = await session.pool();
+  const plan = await planReprocess(client, pool, query);
+  const todo = plan.filter((item) => item.verdict === 'reprocess');
+  if (opts.dryRun || todo.length === 0) {
+    if (opts.json) printJson(io.stdout, { query, dryRun: Boolean(opts.dryRun), plan, results: [] });
+    else {
+      printPlan(io, plan);
+      printLine(
+        io.stdout,
+        `${opts.dryRun ? 'Dry run: ' : ''}${todo.length} would be reprocessed, ${plan.length - todo.length} skipped. Nothing was changed.`,
+      );
+    }
+    return EXIT.ok;
+  }
+  if (!opts.json) printPlan(io, plan);
+  if (!opts.yes && !(await io.confirm(`Reprocess ${todo.length} failed item(s) as ${operator}?`))) {
+    printLine(io.stderr, 'replyflow: not confirmed (pass --yes when no one can answer); nothing was changed');
+    return EXIT.notDone;
+  }
+  const progress = progressBar(io.stderr, todo.length);
+  const results = await runReprocess(client, pool, plan, {
+    operator,
+    reason,
+    waitMs,
+    onItem: (result, done) => {
+      progress.clear();
+      if (!opts.json) printLine(io.stdout, resultLine(result));
+      progress.update(done);
+    },
+  });
+  progress.end();
+  const count = (r: ItemResult['result']) => results.filter((x) => x.result === r).length;
+  if (opts.json) printJson(io.stdout, { query, dryRun: false, plan, results });
+  else
+    printLine(
+      io.stdout,
+      `Reprocessed ${count('accepted')}, skipped ${count('skipped')}, rejected ${count('rejected')}, undecided ${count('undecided')}.`,
+    );
+  return count('rejected') + count('undecided') === 0 ? EXIT.ok : EXIT.notDone;
+}
+
+function printPlan(io: CliIo, plan: SelectionItem[]): void {
+  if (plan.length === 0) {
+    printLine(io.stdout, 'No running workflow matches.');
+    return;
+  }
+  printLine(
+    io.stdout,
+    table(
+      ['WORKFLOW ID', 'INTEGRATION', 'BUSINESS KEY', 'STATE', 'EFFECT', 'PLAN'],
+      plan.map((i) => [
+        i.workflowId,
+        i.integration,
+        i.businessKey,
+        i.state,
+        i.effectStatus,
+        i.verdict === 'reprocess' ? 'reprocess' : `skip: ${i.why}`,
+      ]),
+    ),
+  );
+}
+
+function resultLine(r: ItemResult): string {
+  const detail = r.detail ? `: ${r.detail}` : '';
+  const after = r.stateAfter ? ` (state ${r.stateAfter})` : '';
+  const id = r.requestId ? ` [requestId ${r.requestId}]` : '';
+  return `${r.result} ${r.workflowId}${detail}${after}${id}`;
+}

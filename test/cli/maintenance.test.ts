@@ -1,0 +1,290 @@
+// The operator CLI on the system as a whole: reconcile finds planted inconsistencies (and only within
+// the retention), audit filters the log, conversation moves are role-checked and audited, and purge
+// keeps what dedupe needs. Real dev server, PostgreSQL and a worker on this suite's own queue.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import type { Config } from '../../src/config';
+import type { AuditEntry } from '../../src/operator/audit';
+import type { PurgeReport } from '../../src/operator/purge';
+import type { ReconcileReport } from '../../src/operator/reconcile';
+import { connectClient, type TemporalClient } from '../../src/temporal/client';
+import { resolveSignal } from '../../workflows/messages';
+import { FakeTarget } from '../helpers/fake-target';
+import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
+import { sandboxEvent, startTestWorker, testConfig, uniqueId } from '../helpers/system';
+import { auditRows, startEvent, waitForState } from '../helpers/workflows';
+import { cli, cliJson, eventually } from './harness';
+
+describe('operator CLI: reconcile, audit, conversation, purge (dev server, PostgreSQL, a worker)', function () {
+  this.timeout(180_000);
+  let fake: FakeTarget;
+  let config: Config;
+  let temporal: TemporalClient;
+  let client: Client;
+  let worker: { stop(): Promise<void> };
+
+  before(async () => {
+    const [server] = await Promise.all([devServer(), database()]);
+    fake = await new FakeTarget().start();
+    config = testConfig({ SANDBOX_API_URL: fake.url });
+    temporal = await connectClient(server.address, 'default', TEST_ENCRYPTION_KEY);
+    client = temporal.client;
+    worker = await startTestWorker({ address: server.address, config });
+  });
+  after(async () => {
+    await worker?.stop();
+    await temporal?.close();
+    await fake?.stop();
+  });
+
+  const pool = async () => (await database()).pool;
+
+  async function plantEvent(options: { ageMs: number; payloadRef?: string; outcome?: string }) {
+    const eventId = uniqueId('evt_');
+    const workflowId = `webhook:sandbox:${eventId}`;
+    await (await pool()).query(
+      `INSERT INTO events (provider, event_id, workflow_id, run_id, event_type, received_at, payload_ref, outcome)
+       VALUES ('sandbox', $1, $2, 'planted', 'message', now() - $3 * interval '1 millisecond', $4, $5)`,
+      [eventId, workflowId, options.ageMs, options.payloadRef ?? null, options.outcome ?? null],
+    );
+    return { eventId, workflowId };
+  }
+
+  async function plantEffect(status: 'sending' | 'held', ageMs: number) {
+    const id = randomUUID();
+    const workflowId = `webhook:sandbox:${uniqueId('evt_')}`;
+    await (await pool()).query(
+      `INSERT INTO effects (id, target, business_key, integration, status, workflow_id, lease_expires_at, updated_at)
+       VALUES ($1, 'sandbox', $2, 'sandbox', $3, $4, now() - $5 * interval '1 millisecond', now() - $5 * interval '1 millisecond')`,
+      [id, `planted:${id}`, status, workflowId, ageMs],
+    );
+    return { id, workflowId };
+  }
+
+  const HOUR = 3_600_000;
+  const DAY = 24 * HOUR;
+
+  it('reconcile finds each planted inconsistency, within the retention only, and exits 1', async () => {
+    const lost = await plantEvent({ ageMs: 60_000 });
+    const beyondRetention = await plantEvent({ ageMs: 8 * DAY });
+    const stuck = await plantEffect('sending', HOUR);
+    const leased = await plantEffect('sending', -HOUR);
+    const unalerted = await plantEffect('held', HOUR);
+    const alerted = await plantEffect('held', HOUR);
+    await (await pool()).query(`INSERT INTO alerts (kind, level, workflow_id) VALUES ('held', 0, $1)`, [
+      alerted.workflowId,
+    ]);
+    // A workflow that closed without writing its outcome to the ledger.
+    const event = sandboxEvent({ conversationId: uniqueId('c') });
+    await (await startEvent(client, config.TEMPORAL_TASK_QUEUE, event)).result();
+    await (await pool()).query('UPDATE events SET outcome = NULL WHERE event_id = $1', [event.eventId]);
+
+    const result = await cli(['reconcile', '--json']);
+    assert.equal(result.code, 1, result.stderr);
+    const report = JSON.parse(result.stdout) as ReconcileReport;
+    assert.equal(report.consistent, false);
+    assert.equal(report.retentionMs, 7 * DAY);
+    const missing = report.ackedWithoutWorkflow.map((e) => e.workflowId);
+    assert.ok(missing.includes(lost.workflowId), 'an acknowledged event with no workflow');
+    assert.ok(
+      !missing.includes(beyondRetention.workflowId),
+      'older than the retention: its workflow may be gone',
+    );
+    const leases = report.expiredLeases.map((e) => e.effectId);
+    assert.ok(leases.includes(stuck.id), 'a send stuck past its lease');
+    assert.ok(!leases.includes(leased.id), 'a send within its lease');
+    const unalertedIds = report.heldWithoutAlert.map((h) => h.workflowId);
+    assert.ok(unalertedIds.includes(unalerted.workflowId), 'held with no alert');
+    assert.ok(!unalertedIds.includes(alerted.workflowId), 'held and alerted');
+    const noOutcome = report.noOutcome.find((e) => e.eventId === event.eventId);
+    assert.match(noOutcome?.why ?? '', /workflow completed without an outcome/);
+
+    const text = await cli(['reconcile']);
+    assert.equal(text.code, 1);
+    assert.match(text.stdout, /acknowledged events without a workflow: \d+/);
+    assert.ok(text.stdout.includes(lost.workflowId));
+    assert.ok(text.stdout.includes(stuck.id));
+    assert.match(text.stdout, /Something is off/);
+
+    // Repair what was planted so that the rest of the run sees a consistent ledger.
+    const db = await pool();
+    await db.query(`UPDATE events SET outcome = 'succeeded' WHERE event_id = ANY($1::text[])`, [
+      [lost.eventId, beyondRetention.eventId, event.eventId],
+    ]);
+    await db.query(`UPDATE effects SET status = 'discarded' WHERE id = ANY($1::uuid[])`, [
+      [stuck.id, leased.id, unalerted.id, alerted.id],
+    ]);
+  });
+
+  it('records the delivered alert of held work, which reconcile looks for', async () => {
+    fake.next('accept-then-drop');
+    const handle = await startEvent(
+      client,
+      config.TEMPORAL_TASK_QUEUE,
+      sandboxEvent({ conversationId: uniqueId('c'), messageId: 'm1', target: 'sandbox-blind' }),
+    );
+    await waitForState(handle, 'held');
+    // The alert follows the held state in the workflow: watch the table for it.
+    const rows = await eventually(async () => {
+      const found = await (await pool()).query('SELECT kind, level FROM alerts WHERE workflow_id = $1', [
+        handle.workflowId,
+      ]);
+      return found.rows.length > 0 ? found.rows : undefined;
+    }, 'the held alert row');
+    assert.deepEqual(rows, [{ kind: 'held', level: 0 }]);
+    await handle.signal(resolveSignal, { action: 'discard', operator: 'test', reason: 'clean up' });
+    await handle.result();
+  });
+
+  it('moves a conversation by hand with the conversation role, and refuses and records it without', async () => {
+    const key = `sandbox:${uniqueId('c')}`;
+    await (await pool()).query(
+      `INSERT INTO conversations (id, machine, state, version) VALUES ($1, 'chat', 'bot_handling', 1)`,
+      [key],
+    );
+    const handoff = await cli([
+      'conversation',
+      'handoff',
+      key,
+      '--reason',
+      'asked for a person',
+      '--operator',
+      'alice',
+    ]);
+    assert.equal(handoff.code, 0, handoff.stderr);
+    assert.equal(handoff.stdout.trim(), `handoff ${key}: bot_handling → human_handling.`);
+    const refused = await cli([
+      'conversation',
+      'handback',
+      key,
+      '--reason',
+      'bot again',
+      '--operator',
+      'bob',
+    ]);
+    assert.equal(refused.code, 3);
+    const impossible = await cli([
+      'conversation',
+      'reopen',
+      key,
+      '--reason',
+      'why not',
+      '--operator',
+      'alice',
+    ]);
+    assert.equal(impossible.code, 1);
+    assert.match(impossible.stdout, /Rejected: reopen is not possible from human_handling/);
+    const { rows } = await (await pool()).query('SELECT state FROM conversations WHERE id = $1', [key]);
+    assert.equal(rows[0].state, 'human_handling');
+    assert.deepEqual(
+      (await auditRows(`conversation:${key}`)).map((a) => [a.actor, a.action, a.result]),
+      [
+        ['alice', 'conversation:handoff', 'accepted'],
+        ['bob', 'conversation:handback', 'rejected: not permitted'],
+        ['alice', 'conversation:reopen', 'rejected: reopen is not possible from human_handling'],
+      ],
+    );
+  });
+
+  it('lists audit rows filtered by workflow, actor and time', async () => {
+    const key = `sandbox:${uniqueId('c')}`;
+    const target = `conversation:${key}`;
+    await (await pool()).query(
+      `INSERT INTO conversations (id, machine, state, version) VALUES ($1, 'chat', 'closed', 1)`,
+      [key],
+    );
+    await cli(['conversation', 'reopen', key, '--reason', 'wrote again', '--operator', 'alice']);
+    await cli(['conversation', 'close', key, '--reason', 'done', '--operator', 'bob']);
+
+    const all = await cliJson<AuditEntry[]>(['audit', '--workflow', target]);
+    assert.deepEqual(
+      all.map((a) => [a.actor, a.action, a.target, a.stateBefore, a.stateAfter, a.reason]),
+      [
+        ['alice', 'conversation:reopen', target, 'closed', 'unhandled', 'wrote again'],
+        ['bob', 'conversation:close', target, null, null, 'done'],
+      ],
+    );
+    const byBob = await cliJson<AuditEntry[]>(['audit', '--workflow', target, '--actor', 'bob']);
+    assert.deepEqual(
+      byBob.map((a) => a.result),
+      ['rejected: not permitted'],
+    );
+    assert.equal((await cliJson<AuditEntry[]>(['audit', '--workflow', target, '--since', '1h'])).length, 2);
+    assert.equal((await cliJson<AuditEntry[]>(['audit', '--workflow', target, '--until', '1h'])).length, 0);
+    const text = await cli(['audit', '--workflow', target]);
+    assert.equal(text.code, 0);
+    assert.match(text.stdout, /closed → unhandled/);
+    const bad = await cli(['audit', '--since', 'yesterday-ish']);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /--since expects a duration/);
+  });
+
+  it('purge refuses a window shorter than 3 days, counts with --dry-run, and keeps ids and outcomes', async () => {
+    const db = await pool();
+    const old = await plantEvent({ ageMs: 5 * DAY, payloadRef: 'ciphertext:old', outcome: 'succeeded' });
+    const recent = await plantEvent({
+      ageMs: 2 * DAY,
+      payloadRef: 'ciphertext:recent',
+      outcome: 'succeeded',
+    });
+    const conversationId = uniqueId('c');
+    await db.query(
+      `INSERT INTO sandbox_messages (conversation_id, author, text, created_at) VALUES ($1, 'user', 'private words', now() - interval '5 days')`,
+      [conversationId],
+    );
+    const payloads = async () =>
+      (
+        await db.query(
+          'SELECT event_id, payload_ref, outcome FROM events WHERE event_id = ANY($1::text[]) ORDER BY received_at',
+          [[old.eventId, recent.eventId]],
+        )
+      ).rows.map((r) => [r.event_id, r.payload_ref, r.outcome]);
+    const before = await payloads();
+
+    const tooShort = await cli(['purge', '--older-than', '1d', '--operator', 'carol']);
+    assert.equal(tooShort.code, 2);
+    assert.match(tooShort.stderr, /refusing a purge window shorter than 3d/);
+    const dry = await cliJson<PurgeReport>([
+      'purge',
+      '--older-than',
+      '4d',
+      '--dry-run',
+      '--operator',
+      'alice',
+    ]);
+    assert.equal(dry.dryRun, true);
+    assert.ok(dry.events >= 1 && dry.sandboxMessages >= 1);
+    const notPermitted = await cli(['purge', '--older-than', '4d', '--operator', 'alice']);
+    assert.equal(notPermitted.code, 3);
+    assert.deepEqual(await payloads(), before, 'nothing changed so far');
+
+    const purged = await cli([
+      'purge',
+      '--older-than',
+      '4d',
+      '--operator',
+      'carol',
+      '--reason',
+      'monthly retention',
+    ]);
+    assert.equal(purged.code, 0, purged.stderr);
+    assert.match(purged.stdout, /Purged the payloads of \d+ events/);
+    assert.deepEqual(await payloads(), [
+      [old.eventId, null, 'succeeded'],
+      [recent.eventId, 'ciphertext:recent', 'succeeded'],
+    ]);
+    const sandbox = await db.query('SELECT text FROM sandbox_messages WHERE conversation_id = $1', [
+      conversationId,
+    ]);
+    assert.equal(sandbox.rows[0].text, '');
+    const audit = await auditRows('ledger');
+    assert.deepEqual(
+      audit.slice(-2).map((a) => [a.actor, a.action, a.result.split(':')[0], a.reason]),
+      [
+        ['alice', 'purge', 'rejected', 'retention'],
+        ['carol', 'purge', 'accepted', 'monthly retention'],
+      ],
+    );
+  });
+});
