@@ -30,8 +30,10 @@ describe('crash between the target accepting and the record (worker SIGKILLed)',
     fake = await new FakeTarget().start();
     temporal = await connectClient(address, 'default', TEST_ENCRYPTION_KEY);
     client = temporal.client;
+    await crashWorkerAfterCommits();
   });
   after(async () => {
+    await worker?.stop();
     await temporal?.close();
     await fake?.stop();
   });
@@ -60,7 +62,7 @@ describe('crash between the target accepting and the record (worker SIGKILLed)',
 
   // One worker process takes a send to each kind of target; all three replies are committed at the
   // target before the worker hears back, and then the worker is killed. A fresh worker takes over.
-  before(async () => {
+  async function crashWorkerAfterCommits() {
     const config = testConfig({ SANDBOX_API_URL: fake.url });
     const child = childWorker(config);
     const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -83,10 +85,7 @@ describe('crash between the target accepting and the record (worker SIGKILLed)',
       config,
       deps: { policy: { ...FAST_POLICY, sendTimeoutMs: 3000 } },
     });
-  });
-  after(async () => {
-    await worker?.stop();
-  });
+  }
 
   const effectOf = async (conversationId: string) =>
     (await effectRows(`chat:sandbox:${conversationId}:m1:answer`))[0];
