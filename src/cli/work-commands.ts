@@ -172,7 +172,7 @@ function printWorkTable(io: CliIo, items: WorkItem[]): void {
         'BUSINESS KEY',
         'FAILED STEP',
         'ATTEMPTS',
-        'LAST ERROR',
+        'LAST ERROR CLASS',
         'AGE',
         'RECOMMENDED ACTION',
       ],

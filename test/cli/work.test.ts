@@ -388,6 +388,51 @@ describe('operator CLI: held and failed work (dev server, PostgreSQL, a worker, 
     for (const { handle } of items) await discard(handle);
   });
 
+  it('selects by integration and arrival time, and answers a filter Temporal cannot parse as bad input', async () => {
+    const item = await failed();
+    await listed('failed', item.handle.workflowId);
+    const select = (...flags: string[]) =>
+      cliJson<{ plan: SelectionItem[] }>([
+        'reprocess',
+        ...flags,
+        '--dry-run',
+        '--reason',
+        'r',
+        '--operator',
+        'alice',
+      ]);
+    const planned = async (...flags: string[]) =>
+      (await select(...flags)).plan.some((p) => p.workflowId === item.handle.workflowId);
+    assert.equal(await planned('--integration', 'sandbox', '--since', '10m'), true);
+    assert.equal(await planned('--integration', 'slack'), false);
+    assert.equal(await planned('--since', new Date(Date.now() + 60_000).toISOString()), false);
+    assert.equal(await planned(item.handle.workflowId), true, 'one id with --dry-run is a selection of one');
+    const since = await cliJson<WorkItem[]>(['failed', '--since', '10m', '--integration', 'sandbox']);
+    assert.ok(since.some((w) => w.workflowId === item.handle.workflowId));
+
+    const broken = await cli([
+      'reprocess',
+      '--query',
+      'ReplyState = = "failed"',
+      '--dry-run',
+      '--reason',
+      'r',
+    ]);
+    assert.equal(broken.code, 2);
+    assert.match(broken.stderr, /^replyflow: Temporal refused the query/);
+    const both = await cli([
+      'reprocess',
+      item.handle.workflowId,
+      '--integration',
+      'sandbox',
+      '--reason',
+      'r',
+    ]);
+    assert.equal(both.code, 2);
+    assert.match(both.stderr, /one workflow id or a selection/);
+    await discard(item.handle);
+  });
+
   it('re-checks each selected item before acting and skips the ones that changed since the plan', async () => {
     const items = [await failed(), await failed(), await failed()];
     const [changed, ...unchanged] = items;
