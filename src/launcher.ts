@@ -16,12 +16,16 @@ import { startWorker } from './worker';
 export interface Running {
   urls: { receiver: string; sandbox?: string; temporalUi?: string; temporal: string; database: string };
   stop(): Promise<void>;
+  /** Rejects when the worker stops on its own (a crash): the process should stop and exit non-zero. */
+  failed: Promise<never>;
 }
 
 type Role = 'all' | 'receiver' | 'worker';
 
 export async function launch(config: Config, logger: Logger, role: Role = 'all'): Promise<Running> {
   const stops: (() => Promise<void>)[] = [];
+  // Never settles unless a worker runs and stops by itself.
+  let failed: Promise<never> = new Promise(() => {});
   const stopAll = async () => {
     for (const stop of stops.reverse())
       await stop().catch((err) => logger.error({ err: (err as Error).message }, 'stop failed'));
@@ -70,7 +74,11 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
         logger: logger.child({ role: 'worker' }),
       });
       stops.push(() => worker.stop());
-      worker.running.catch((err) => logger.fatal({ err: (err as Error).message }, 'worker stopped'));
+      failed = worker.running.then(
+        () => Promise.reject(new Error('the worker stopped')),
+        (err) => Promise.reject(new Error(`the worker stopped: ${(err as Error).message}`)),
+      );
+      failed.catch(() => {}); // observed by callers that care (the CLI); never an unhandled rejection
     }
     let receiverUrl = '';
     if (role !== 'worker') {
@@ -93,6 +101,7 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
         database: databaseUrl.replace(/\/\/[^@/]*@/, '//'),
       },
       stop: stopAll,
+      failed,
     };
   } catch (err) {
     await stopAll();

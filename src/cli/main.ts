@@ -52,6 +52,14 @@ function runRole(role: 'all' | 'receiver' | 'worker') {
     };
     process.once('SIGINT', () => void shutdown('SIGINT'));
     process.once('SIGTERM', () => void shutdown('SIGTERM'));
+    // A worker that dies on its own takes the process down, so a supervisor (or a person) restarts it.
+    running.failed.catch(async (err: Error) => {
+      if (stopping) return;
+      stopping = true;
+      console.error(`replyflow: ${err.message}; stopping everything`);
+      await running.stop();
+      process.exit(1);
+    });
   };
 }
 
