@@ -13,6 +13,6 @@ export class NotPermittedError extends Error {
     readonly role: string,
     readonly source: string,
   ) {
-    super(`${operator} may not ${role} (roles from ${source}); the refusal is recorded in the audit log`);
+    super(`${operator} may not ${role} according to ${source}; the refusal is in the audit log`);
   }
 }

@@ -5,7 +5,7 @@ import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import { tsToMs } from '@temporalio/common/lib/time';
 import { ReplyState } from '../../workflows/search-attributes';
 import type { Pool } from '../db/pool';
-import { listWork } from './workflows';
+import { listWork, type WorkItem } from './workflows';
 
 /** A timed-out send is retried within the send retry policy's longest interval (10 min); after that it is stuck. */
 export const LEASE_SLACK_MS = 10 * 60_000;
@@ -62,12 +62,11 @@ export async function reconcile(options: ReconcileOptions): Promise<ReconcileRep
   const { client, pool } = options;
   const checkedAt = new Date();
   const retentionMs = await namespaceRetention(client, options.namespace);
-  const [events, expiredLeases, heldWithoutAlert, held, failed] = await Promise.all([
+  const [held, failed] = await Promise.all([listWork(client, 'held'), listWork(client, 'failed')]);
+  const [events, expiredLeases, heldWithoutAlert] = await Promise.all([
     checkEvents(options, retentionMs, checkedAt),
     findExpiredLeases(pool),
-    findUnalertedHeld(client, pool, checkedAt),
-    listWork(client, 'held'),
-    listWork(client, 'failed'),
+    findUnalertedHeld(pool, held, checkedAt),
   ]);
   const report = {
     checkedAt: checkedAt.toISOString(),
@@ -175,7 +174,7 @@ async function findExpiredLeases(pool: Pool): Promise<ExpiredLease[]> {
 }
 
 /** Held effect rows and held workflows (visibility) with no delivered `held` alert. */
-async function findUnalertedHeld(client: Client, pool: Pool, now: Date): Promise<UnalertedHeld[]> {
+async function findUnalertedHeld(pool: Pool, held: WorkItem[], now: Date): Promise<UnalertedHeld[]> {
   const settled = new Date(now.getTime() - ALERT_SLACK_MS);
   const { rows } = await pool.query<{ workflow_id: string; business_key: string }>(
     `SELECT workflow_id, business_key FROM effects
@@ -186,7 +185,7 @@ async function findUnalertedHeld(client: Client, pool: Pool, now: Date): Promise
   const found = new Map<string, UnalertedHeld>(
     rows.map((r) => [r.workflow_id, { workflowId: r.workflow_id, businessKey: r.business_key }]),
   );
-  const heldWorkflows = (await listWork(client, 'held')).filter(
+  const heldWorkflows = held.filter(
     (w) => w.state === 'held' && Date.parse(w.startedAt) < settled.getTime() && !found.has(w.workflowId),
   );
   if (heldWorkflows.length > 0) {

@@ -42,7 +42,7 @@ export class RoleConfigError extends Error {
 export const DEFAULT_ROLES: RoleTable = {
   operators: new Map(),
   others: new Set<Role>(['view']),
-  source: 'the default (no REPLYFLOW_ROLES_FILE or REPLYFLOW_ROLES: everyone may view, nobody may act)',
+  source: 'the default roles (no REPLYFLOW_ROLES_FILE or REPLYFLOW_ROLES): everyone may view, nobody may act',
 };
 
 const roleList = z.array(z.string());
