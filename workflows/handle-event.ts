@@ -473,6 +473,35 @@ export async function handleEvent(event: InboundEvent): Promise<EventResult> {
     return undefined;
   }
 
+  /**
+   * Tells operators (log, alert webhook). An alert channel that stays down must not fail the
+   * workflow: the item stays held or failed, visible by its search attributes, and the next reminder
+   * tries again; `replyflow reconcile` lists held work without a delivered alert.
+   */
+  async function raiseAlert(
+    kind: 'held' | 'failed' | 'reminder',
+    businessKey: string,
+    level: number,
+  ): Promise<void> {
+    try {
+      await alerts.alert({
+        kind,
+        workflowId,
+        businessKey,
+        step: view.step,
+        recommendedAction: view.recommendedAction,
+        errorClass: view.lastErrorClass,
+        level,
+      });
+    } catch (err) {
+      log.warn('alert not delivered', {
+        kind,
+        level,
+        error: err instanceof Error ? err.message : String(err),
+      });
+    }
+  }
+
   /** Held or failed: wait for an operator, remind while nobody decides, never resolve on its own. */
   async function awaitOperator(
     waitingIn: Held,
@@ -481,15 +510,7 @@ export async function handleEvent(event: InboundEvent): Promise<EventResult> {
     policy: DeliveryPolicy,
     businessKey: string,
   ): Promise<{ kind: 'done'; state: ReplyState; externalId?: string } | { kind: 'resend' | 'reprocess' }> {
-    await alerts.alert({
-      kind: waitingIn,
-      workflowId,
-      businessKey,
-      step: view.step,
-      recommendedAction: view.recommendedAction,
-      errorClass: view.lastErrorClass,
-      level: 0,
-    });
+    await raiseAlert(waitingIn, businessKey, 0);
     let reminders = 0;
     const parkedUntil = Date.now() + policy.failedParkMs;
     for (;;) {
@@ -508,15 +529,7 @@ export async function handleEvent(event: InboundEvent): Promise<EventResult> {
           );
         }
         reminders += 1;
-        await alerts.alert({
-          kind: 'reminder',
-          workflowId,
-          businessKey,
-          step: view.step,
-          recommendedAction: view.recommendedAction,
-          errorClass: view.lastErrorClass,
-          level: reminders,
-        });
+        await raiseAlert('reminder', businessKey, reminders);
         continue;
       }
       const { message, arrivedIn } = inbox.shift()!;

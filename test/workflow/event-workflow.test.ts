@@ -16,6 +16,7 @@ describe('event workflow (time-skipping server, real PostgreSQL)', function () {
   let fake: FakeTarget;
   let config: Config;
   const alerts: Alert[] = [];
+  let alertsDown = false;
 
   let worker: { stop(): Promise<void> };
 
@@ -26,7 +27,12 @@ describe('event workflow (time-skipping server, real PostgreSQL)', function () {
     worker = await startTestWorker({
       address: env.address,
       config,
-      deps: { notify: async (a) => void alerts.push(a) },
+      deps: {
+        notify: async (a) => {
+          if (alertsDown) throw new Error('alert webhook answered 503');
+          alerts.push(a);
+        },
+      },
     });
   });
   after(async () => {
@@ -35,6 +41,7 @@ describe('event workflow (time-skipping server, real PostgreSQL)', function () {
   });
   beforeEach(() => {
     alerts.length = 0;
+    alertsDown = false;
   });
 
   const run = <T>(fn: () => Promise<T>) => fn();
@@ -304,5 +311,24 @@ describe('event workflow (time-skipping server, real PostgreSQL)', function () {
     );
     const [row] = await effectRows(keyOf(conv, 'm1'));
     assert.equal(fake.sendsFor(row.id).length, 1);
+  });
+
+  it('stays held when the alert channel is down, and can still be resolved', async () => {
+    const conv = uniqueId('c');
+    alertsDown = true;
+    fake.next('accept-then-drop');
+    const event = sandboxEvent({ conversationId: conv, messageId: 'm1', target: 'sandbox-blind' });
+    const handle = await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event);
+    await waitForState(handle, 'held');
+    await env.sleep('2 hours');
+    assert.equal((await handle.query(statusQuery)).state, 'held');
+    await handle.signal(resolveSignal, {
+      action: 'mark-sent',
+      operator: 'alice',
+      reason: 'seen',
+      externalId: 'x9',
+    });
+    assert.equal((await handle.result()).state, 'succeeded');
+    assert.equal(alerts.length, 0);
   });
 });
