@@ -30,6 +30,16 @@ export interface ReceiverDeps {
 /** Seconds a sender should wait before redelivering when we could not make its event durable. */
 export const RETRY_AFTER_SECONDS = 5;
 
+/** Refusals are warnings (a misconfigured sender shows up), an event that could not be made durable an error. */
+const LOG_LEVELS: Record<WebhookOutcome, 'info' | 'warn' | 'error'> = {
+  accepted: 'info',
+  duplicate: 'info',
+  answered: 'info',
+  rejected_signature: 'warn',
+  invalid: 'warn',
+  unavailable: 'error',
+};
+
 /** The request's logger, carrying its correlation id, for every line logged while serving it. */
 interface RequestLocals {
   log?: Logger;
@@ -76,11 +86,15 @@ export function createReceiverApp(deps: ReceiverDeps): express.Express {
     const correlationId = correlationIdOf(req);
     const log = deps.logger.child({ correlationId, provider: label });
     (res.locals as RequestLocals).log = log;
-    const answer = (outcome: WebhookOutcome, status: number, body: unknown) => {
+    // One log line per request, carrying what the request led to (identifiers, never the body).
+    const answer = (outcome: WebhookOutcome, status: number, body: unknown, detail: object = {}) => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       deps.metrics.requests.inc({ provider: label, outcome });
       deps.metrics.ackSeconds.observe({ provider: label, outcome }, seconds);
-      log.info({ status, outcome, ms: Math.round(seconds * 1000) }, 'webhook answered');
+      log[LOG_LEVELS[outcome]](
+        { status, outcome, ms: Math.round(seconds * 1000), ...detail },
+        'webhook answered',
+      );
       res.setHeader('x-request-id', correlationId);
       res.status(status).json(body);
     };
@@ -117,16 +131,24 @@ export function createReceiverApp(deps: ReceiverDeps): express.Express {
       await provider.verify(ctx);
     } catch (err) {
       if (!(err instanceof WebhookVerificationError)) throw err;
-      log.warn({ reason: err.message }, 'webhook rejected: signature');
-      return answer('rejected_signature', 401, { error: 'invalid signature', reason: err.message });
+      return answer(
+        'rejected_signature',
+        401,
+        { error: 'invalid signature', reason: err.message },
+        { reason: err.message },
+      );
     }
     let result: ReturnType<WebhookProvider['parse']>;
     try {
       result = provider.parse(ctx);
     } catch (err) {
       if (!(err instanceof WebhookPayloadError)) throw err;
-      log.warn({ issues: err.issues.map((i) => i.path.join('.')) }, 'webhook rejected: invalid body');
-      return answer('invalid', 400, { error: err.message, issues: err.issues });
+      return answer(
+        'invalid',
+        400,
+        { error: err.message, issues: err.issues },
+        { issues: err.issues.map((i) => i.path.join('.')) },
+      );
     }
     if (result.kind === 'answer') return answer('answered', result.status, result.body);
 
@@ -135,25 +157,31 @@ export function createReceiverApp(deps: ReceiverDeps): express.Express {
       outcomes = await startAll(deps.starter, result.events);
     } catch (err) {
       if (!(err instanceof TemporalUnavailableError)) throw err;
-      log.error({ err: err.message }, 'webhook not durable: Temporal unavailable');
       res.setHeader('Retry-After', String(RETRY_AFTER_SECONDS));
-      return answer('unavailable', 503, { error: 'temporarily unavailable, retry later' });
-    }
-    const accepted = outcomes.includes('accepted');
-    for (const [i, event] of result.events.entries()) {
-      log.info(
-        { workflowId: event.workflowId, eventType: event.eventType, outcome: outcomes[i] },
-        'webhook durable',
+      return answer(
+        'unavailable',
+        503,
+        { error: 'temporarily unavailable, retry later' },
+        { err: err.message, workflowIds: result.events.map((e) => e.workflowId) },
       );
     }
+    const accepted = outcomes.includes('accepted');
     const status = accepted ? 'accepted' : 'duplicate';
-    if (result.events.length === 1) {
-      return answer(status, accepted ? 202 : 200, { status, workflowId: result.events[0]!.workflowId });
+    const workflows = result.events.map((e, i) => ({
+      workflowId: e.workflowId,
+      eventType: e.eventType,
+      status: outcomes[i],
+    }));
+    if (workflows.length === 1) {
+      const [{ workflowId, eventType }] = workflows as [(typeof workflows)[0]];
+      return answer(status, accepted ? 202 : 200, { status, workflowId }, { workflowId, eventType });
     }
-    return answer(status, accepted ? 202 : 200, {
+    return answer(
       status,
-      workflows: result.events.map((e, i) => ({ workflowId: e.workflowId, status: outcomes[i] })),
-    });
+      accepted ? 202 : 200,
+      { status, workflows: workflows.map(({ workflowId, status }) => ({ workflowId, status })) },
+      { workflows },
+    );
   };
 
   app.post(
