@@ -9,12 +9,16 @@ export type ResultInput =
   | { effectId: string; status: 'held' | 'failed'; errorClass: string; error: string }
   | { effectId: string; status: 'discarded'; manual: true };
 
-/** From which statuses each result may be recorded. `succeeded` is evidence and may land late. */
+/**
+ * From which statuses each result may be recorded. `succeeded` is evidence and may land late.
+ * `failed` never overwrites `sending`: a spent retry budget says nothing about whether the last
+ * attempt reached the target, and prepareResend must still see that its outcome is unknown.
+ */
 const RECORDABLE_FROM: Record<ResultInput['status'], EffectStatus[]> = {
   succeeded: ['claimed', 'sending', 'retry_wait', 'unknown', 'held', 'failed'],
   held: ['sending', 'unknown'],
-  failed: ['claimed', 'sending', 'retry_wait', 'failed'],
-  discarded: ['held', 'failed', 'unknown'],
+  failed: ['claimed', 'retry_wait', 'failed'],
+  discarded: ['held', 'failed', 'unknown', 'sending'],
 };
 
 export type ResendCheck =
@@ -99,18 +103,26 @@ export function effectActivities({ pool, targets }: ActivityDeps) {
 
     /**
      * Before any resend (approved or reprocess): re-read the row, look the result up again, and move
-     * the row back to retry_wait only with a conditional UPDATE once no attempt holds the lease.
+     * the row back to retry_wait only with a conditional UPDATE once no attempt holds the lease and
+     * none took one since the row was read. A row still `sending` or `unknown` (the retry budget ran
+     * out on an outcome nobody judged) is resent only when a lookup can prove it absent: the target
+     * has one, and the lease expired at least the consistency delay ago.
      */
     async prepareResend(input: { effectId: string; step: StepPlan }): Promise<ResendCheck> {
+      const target = targets.get(input.step.target);
       const { rows } = await pool.query<{
         status: EffectStatus;
         external_id: string | null;
         leased: boolean;
+        settled: boolean;
         lease_expires_at: Date | null;
+        lease_attempt: number | null;
         created_at: Date;
       }>(
-        'SELECT status, external_id, lease_expires_at, lease_expires_at > now() AS leased, created_at FROM effects WHERE id = $1',
-        [input.effectId],
+        `SELECT status, external_id, lease_expires_at, lease_expires_at > now() AS leased, lease_attempt, created_at,
+                COALESCE(lease_expires_at + $2 * interval '1 millisecond' <= now(), true) AS settled
+           FROM effects WHERE id = $1`,
+        [input.effectId, target?.capabilities.consistencyDelayMs ?? 0],
       );
       const row = rows[0];
       if (!row)
@@ -126,7 +138,14 @@ export function effectActivities({ pool, targets }: ActivityDeps) {
           detail: `a send attempt holds the lease until ${row.lease_expires_at?.toISOString()}; try again after it`,
         };
       }
-      const target = targets.get(input.step.target);
+      if ((row.status === 'sending' || row.status === 'unknown') && !(target?.lookup && row.settled)) {
+        return {
+          kind: 'wait',
+          detail: target?.lookup
+            ? 'the last attempt may have reached the target: try again once its consistency delay has passed'
+            : 'the last attempt may have reached the target, which cannot be asked: check it by hand, then mark-sent or discard',
+        };
+      }
       if (target?.lookup) {
         const found = await target
           .lookup({
@@ -150,9 +169,10 @@ export function effectActivities({ pool, targets }: ActivityDeps) {
       }
       const moved = await pool.query(
         `UPDATE effects SET status = 'retry_wait', updated_at = now()
-          WHERE id = $1 AND status IN ('held', 'failed', 'unknown', 'sending')
-            AND (lease_expires_at IS NULL OR lease_expires_at <= now())`,
-        [input.effectId],
+          WHERE id = $1 AND status IN ('held', 'failed', 'unknown', 'sending', 'retry_wait')
+            AND (lease_expires_at IS NULL OR lease_expires_at <= now())
+            AND lease_attempt IS NOT DISTINCT FROM $2`,
+        [input.effectId, row.lease_attempt],
       );
       return moved.rowCount === 1
         ? { kind: 'ready' }
