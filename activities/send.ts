@@ -211,8 +211,11 @@ export function sendActivities({ pool, targets, logger }: ActivityDeps) {
       const log = logger.child({ effectId: input.effectId, target: target.name, attempt: token });
 
       // The lease check and the request write must be as close as possible: a stalled attempt
-      // that wakes up after its lease expired must not write (the retry already moved on).
-      const left = await leaseLeft(input.effectId, token);
+      // that wakes up after its lease expired must not write (the retry already moved on). The lease
+      // is counted from before the check was sent, so a pause while its answer was on the way back
+      // (a paused worker, a long GC) counts against it too.
+      const checkedAt = performance.now();
+      const left = (await leaseLeft(input.effectId, token)) - (performance.now() - checkedAt);
       if (left < WRITE_MARGIN_MS) {
         log.warn('lease expired before the request was written: not sending');
         throw ApplicationFailure.create({
