@@ -1,0 +1,328 @@
+// The `sending` lease against stalled send attempts (issue 10), on the real dev server, PostgreSQL and
+// HTTP. No production hook: the worker gets a pool that holds one chosen query (a paused worker, seen
+// from the database) until the test opens it, and the fake target shows what was written.
+import assert from 'node:assert/strict';
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import type { PoolClient, QueryResult } from 'pg';
+import type { Config } from '../../src/config';
+import type { Pool } from '../../src/db/pool';
+import { connectClient, type TemporalClient } from '../../src/temporal/client';
+import type { handleEvent } from '../../workflows';
+import {
+  approveSignal,
+  type OperatorDecision,
+  reprocessSignal,
+  resolveSignal,
+  statusQuery,
+} from '../../workflows/messages';
+import { FakeTarget } from '../helpers/fake-target';
+import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
+import { FAST_POLICY, sandboxEvent, testConfig, uniqueId, withWorker } from '../helpers/system';
+import { effectRows, startEvent, waitForState } from '../helpers/workflows';
+
+type Values = unknown[];
+
+/**
+ * Holds the first query that `matches` until `open(values)` resolves: either before the query reaches
+ * PostgreSQL (`before`), or its answer on the way back (`answer`: the query ran, the worker paused
+ * before reading the result).
+ */
+class QueryGate {
+  private caught = false;
+  private markReached!: (values: Values) => void;
+  /** Resolves with the held query's values once the gate caught it. */
+  readonly reached = new Promise<Values>((resolve) => {
+    this.markReached = resolve;
+  });
+
+  constructor(
+    readonly phase: 'before' | 'answer',
+    private readonly matches: (text: string, values: Values) => boolean,
+    readonly open: (values: Values) => Promise<void>,
+  ) {}
+
+  claim(text: string, values: Values): boolean {
+    if (this.caught || !this.matches(text, values)) return false;
+    this.caught = true;
+    this.markReached(values);
+    return true;
+  }
+}
+
+type Run = (send: () => Promise<QueryResult>, text: string, values: Values) => Promise<QueryResult>;
+
+/** `pool`, with its queries (and its clients' queries) passing through `gates`. */
+function gatedPool(pool: Pool, gates: QueryGate[]): Pool {
+  const run: Run = async (send, text, values) => {
+    const gate = gates.find((g) => g.claim(text, values));
+    if (gate?.phase === 'before') await gate.open(values);
+    const result = await send();
+    if (gate?.phase === 'answer') await gate.open(values);
+    return result;
+  };
+  return new Proxy(pool, {
+    get(target, prop) {
+      if (prop === 'query')
+        return (text: unknown, values: Values = []) =>
+          typeof text === 'string'
+            ? run(() => target.query(text, values), text, values)
+            : target.query(text as never);
+      if (prop === 'connect') return async () => gatedClient(await target.connect(), run);
+      const value = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+/**
+ * A pooled client whose BEGIN waits for the transaction's first real query: holding that query then
+ * holds the whole transaction, including PostgreSQL's now(), which is the transaction's start.
+ */
+function gatedClient(client: PoolClient, run: Run): PoolClient {
+  let beginPending = false;
+  return new Proxy(client, {
+    get(target, prop) {
+      if (prop === 'query')
+        return async (text: string, values: Values = []) => {
+          if (text === 'BEGIN') {
+            beginPending = true;
+            return { command: 'BEGIN', rowCount: null, rows: [] };
+          }
+          return run(
+            async () => {
+              if (beginPending) {
+                beginPending = false;
+                await target.query('BEGIN');
+              }
+              return target.query(text, values);
+            },
+            text,
+            values,
+          );
+        };
+      const value = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+/** send.ts leaseLeft(): the check made immediately before the request is written. */
+const isLeaseCheck = (text: string) => text.includes('lease_expires_at - now()');
+/** send.ts takeLease(): the row locked to mark it `sending`. */
+const isTakeLease = (text: string) => text.includes('FROM effects') && text.includes('FOR UPDATE');
+
+/** send.ts send(): recording the target's answer as `succeeded`. */
+const isSentRecord = (text: string) =>
+  text.includes("SET status = 'succeeded'") && text.includes("NOT IN ('succeeded', 'discarded')");
+
+/** Polls an observation (a row, a workflow's description) until it holds. */
+async function until(what: string, holds: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await holds())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function effectSays(effectId: unknown, condition: string): Promise<boolean> {
+  const { pool } = await database();
+  const { rows } = await pool.query<{ holds: boolean }>(
+    `SELECT (${condition}) AS holds FROM effects WHERE id = $1`,
+    [effectId],
+  );
+  return rows[0]?.holds === true;
+}
+
+describe('the sending lease against stalled send attempts (dev server, PostgreSQL, HTTP)', function () {
+  this.timeout(120_000);
+  let fake: FakeTarget;
+  let address: string;
+  let realPool: Pool;
+  let temporal: TemporalClient;
+  let client: Client;
+  let config: Config;
+
+  before(async () => {
+    const [server, db] = await Promise.all([devServer(), database()]);
+    address = server.address;
+    realPool = db.pool;
+    fake = await new FakeTarget().start();
+    temporal = await connectClient(address, 'default', TEST_ENCRYPTION_KEY);
+    client = temporal.client;
+  });
+  after(async () => {
+    await temporal?.close();
+    await fake?.stop();
+  });
+  beforeEach(() => {
+    config = testConfig({ SANDBOX_API_URL: fake.url });
+  });
+
+  /** A worker whose send attempts run on `pool`, with a lease of `sendTimeoutMs` − 1 s. */
+  const runWorker = <T>(pool: Pool, sendTimeoutMs: number, fn: () => Promise<T>) =>
+    withWorker({ address, config, deps: { pool, policy: { ...FAST_POLICY, sendTimeoutMs } } }, fn);
+
+  const start = (conversationId: string, target: 'sandbox-lookup' | 'sandbox-blind') =>
+    startEvent(client, config.TEMPORAL_TASK_QUEUE, sandboxEvent({ conversationId, messageId: 'm1', target }));
+
+  /** Resend after held: asked by one person, approved by another. */
+  const approvedResend = async (handle: WorkflowHandle<typeof handleEvent>) => {
+    await handle.signal(resolveSignal, { action: 'resend', operator: 'alice', reason: 'nothing arrived' });
+    await waitForState(handle, 'awaiting_approval');
+    const approvedAt = Date.now();
+    await handle.signal(approveSignal, { approver: 'bob', reason: 'checked the conversation' });
+    return approvedAt;
+  };
+
+  const effectOf = async (conversationId: string) =>
+    (await effectRows(`chat:sandbox:${conversationId}:m1:answer`))[0];
+
+  it('an attempt paused before its lease check until the lease expired does not write; the retry looks up, then holds', async () => {
+    const conversationId = uniqueId('c');
+    const stalled = new QueryGate(
+      'before',
+      isLeaseCheck,
+      // Open once PostgreSQL says the lease is over: the check then runs with nothing left.
+      ([effectId]) => until('the lease expired', () => effectSays(effectId, 'lease_expires_at <= now()')),
+    );
+    const { held, heldRow, sendsWhenHeld, approvedAt, result } = await runWorker(
+      gatedPool(realPool, [stalled]),
+      3000,
+      async () => {
+        const handle = await start(conversationId, 'sandbox-lookup');
+        const held = await waitForState(handle, 'held', 60_000);
+        const heldRow = await effectOf(conversationId);
+        const sendsWhenHeld = fake.sendsFor(heldRow.id).length;
+        const approvedAt = await approvedResend(handle);
+        return { held, heldRow, sendsWhenHeld, approvedAt, result: await handle.result() };
+      },
+    );
+    const [effectId] = await stalled.reached;
+    assert.equal(held.lastErrorClass, 'unknown', 'the retry found the lease expired: outcome unknown');
+    assert.equal(heldRow.status, 'held');
+    assert.equal(heldRow.attempts, 1, 'only the stalled attempt ever took a lease');
+    assert.equal(sendsWhenHeld, 0, 'the stalled attempt wrote nothing');
+    assert.equal(
+      fake.lookups.filter((l) => l === effectId).length,
+      3,
+      'looked up at lease expiry, after the consistency delay, and again before the approved resend',
+    );
+    assert.equal(result.state, 'succeeded');
+    const sends = fake.sendsFor(heldRow.id);
+    assert.equal(sends.length, 1, 'one request in all: the approved resend');
+    assert.ok(sends[0]!.at >= approvedAt);
+    assert.equal(fake.deliveredTo(conversationId).length, 1);
+  });
+
+  it('an attempt whose lease-check answer comes back after the lease expired does not write either', async () => {
+    const conversationId = uniqueId('c');
+    let wake!: () => void;
+    const woken = new Promise<void>((resolve) => {
+      wake = resolve;
+    });
+    // The check runs while the lease is live; the worker pauses before reading its answer, and wakes
+    // only after the retry judged the outcome unknown, the workflow held it, and an approved resend
+    // delivered the reply: the story of issue 10, which ended in two replies without the lease.
+    const stalled = new QueryGate('answer', isLeaseCheck, () => woken);
+    const { result, approvedAt } = await runWorker(gatedPool(realPool, [stalled]), 3000, async () => {
+      const handle = await start(conversationId, 'sandbox-blind');
+      await waitForState(handle, 'held', 60_000);
+      const approvedAt = await approvedResend(handle);
+      const result = await handle.result();
+      wake();
+      return { result, approvedAt };
+    });
+    // The worker drains its running attempts before it stops: the stalled one has finished too.
+    const row = await effectOf(conversationId);
+    assert.equal(result.state, 'succeeded');
+    const sends = fake.sendsFor(row.id);
+    assert.equal(sends.length, 1, 'one request in all: the approved resend');
+    assert.ok(sends[0]!.at >= approvedAt);
+    assert.equal(fake.deliveredTo(conversationId).length, 1);
+    assert.equal(row.attempts, 2, 'the stalled lease and the resend');
+  });
+
+  it('a retry that finds a live lease waits for it instead of sending', async () => {
+    const conversationId = uniqueId('c');
+    let handle: WorkflowHandle<typeof handleEvent> | undefined;
+    let leaseHeldSeen = false;
+    // Attempt 2's takeLease is held until attempt 1 holds a live lease; attempt 1 took it late,
+    // having paused before its own takeLease until Temporal had started attempt 2.
+    const retry: QueryGate = new QueryGate('before', isTakeLease, ([effectId]) =>
+      until('the first attempt holds a live lease', () =>
+        effectSays(effectId, `status = 'sending' AND lease_attempt = 1 AND lease_expires_at > now()`),
+      ),
+    );
+    const firstTake = new QueryGate('before', isTakeLease, async () => {
+      await retry.reached;
+    });
+    // Attempt 1 writes only once Temporal reported attempt 2's failure: it waited for the lease.
+    const firstCheck = new QueryGate('before', isLeaseCheck, () =>
+      until('the retry was refused with LeaseHeldError', async () => {
+        if (!handle) return false;
+        const { raw } = await handle.describe();
+        leaseHeldSeen = (raw.pendingActivities ?? []).some(
+          (a) =>
+            a.activityType?.name === 'send' &&
+            a.lastFailure?.applicationFailureInfo?.type === 'LeaseHeldError',
+        );
+        return leaseHeldSeen;
+      }),
+    );
+    const result = await runWorker(gatedPool(realPool, [firstTake, retry, firstCheck]), 4000, async () => {
+      handle = await start(conversationId, 'sandbox-blind');
+      return handle.result();
+    });
+    const row = await effectOf(conversationId);
+    assert.ok(leaseHeldSeen);
+    assert.equal(result.state, 'succeeded', 'the attempt after the lease found the reply recorded');
+    assert.equal(row.status, 'succeeded');
+    assert.equal(row.attempts, 1, 'the retries never took a lease of their own');
+    assert.equal(fake.sendsFor(row.id).length, 1, 'one request: the lease owner’s');
+    assert.equal(fake.deliveredTo(conversationId).length, 1);
+  });
+
+  it('refuses a blind reprocess when the retry budget ran out on an attempt that may have written', async () => {
+    const conversationId = uniqueId('c');
+    let wake!: () => void;
+    const woken = new Promise<void>((resolve) => {
+      wake = resolve;
+    });
+    // The target commits the reply; the worker pauses before recording it, past its timeout, and with
+    // one attempt allowed Temporal gives up: the workflow parks the effect as failed.
+    const recording = new QueryGate('before', isSentRecord, () => woken);
+    const policy = { ...FAST_POLICY, sendTimeoutMs: 3000, maxAttempts: 1 };
+    const { reprocess, result } = await withWorker(
+      { address, config, deps: { pool: gatedPool(realPool, [recording]), policy } },
+      async () => {
+        const handle = await start(conversationId, 'sandbox-blind');
+        await waitForState(handle, 'failed', 60_000);
+        await handle.signal(reprocessSignal, { operator: 'alice', reason: 'the target is healthy again' });
+        let reprocess: OperatorDecision | undefined;
+        await until('the reprocess was judged', async () => {
+          const view = await handle.query(statusQuery);
+          reprocess = view.operatorHistory.find((d) => d.signal === 'reprocess');
+          return reprocess !== undefined;
+        });
+        // The operator looks at the conversation, finds the reply, and says so.
+        const [reply] = fake.deliveredTo(conversationId);
+        await handle.signal(resolveSignal, {
+          action: 'mark-sent',
+          operator: 'alice',
+          reason: 'the reply is in the conversation',
+          externalId: String(reply!.id),
+        });
+        const result = await handle.result();
+        wake();
+        return { reprocess: reprocess!, result };
+      },
+    );
+    assert.equal(reprocess.result, 'rejected');
+    assert.match(reprocess.detail ?? '', /may have reached the target, which cannot be asked/);
+    assert.equal(result.state, 'succeeded');
+    const row = await effectOf(conversationId);
+    assert.equal(row.status, 'succeeded');
+    assert.equal(fake.sendsFor(row.id).length, 1, 'no blind second request');
+    assert.equal(fake.deliveredTo(conversationId).length, 1);
+  });
+});
