@@ -92,6 +92,14 @@ inline lookup(found) {
   }
 }
 
+/* lookUpUnknown's lookup: one that keeps failing proves nothing either way, so it counts as not found. */
+inline lookupOrFail(found) {
+  if
+  :: lookup(found)
+  :: found = false
+  fi
+}
+
 /* effects.ts recordResult: a conditional UPDATE from the statuses in RECORDABLE_FROM. */
 inline recordResult(to) {
   atomic {
@@ -258,7 +266,11 @@ inline prepareResend(check) {
   :: check == none ->
      atomic {
        found = false;
-       if :: lookup_capability -> lookup(found) :: else -> skip fi;
+       if
+       :: lookup_capability -> lookup(found)
+       :: lookup_capability -> check = wait     /* the lookup failed: refuse, never resend blind */
+       :: else -> skip
+       fi;
        if
        :: found -> check = already_sent;
           if :: status != succeeded -> status = succeeded :: else -> skip fi
@@ -325,10 +337,10 @@ active proctype handleEvent() {
         if
         :: lookup_capability ->
            atomic {
-             (lease_left <= 0) -> lookup(found);
+             (lease_left <= 0) -> lookupOrFail(found);
              if :: !found -> timer = CONSISTENCY_DELAY :: else -> skip fi
            };
-           if :: !found -> atomic { (timer == 0) -> lookup(found) } :: else -> skip fi
+           if :: !found -> atomic { (timer == 0) -> lookupOrFail(found) } :: else -> skip fi
         :: else -> skip
         fi;
         if
