@@ -1,0 +1,368 @@
+// The receiver benchmark (`npm run bench:receiver`, not part of `npm test`): how many signed webhooks
+// per second the receiver acknowledges compared with raw `client.workflow.start` calls on the same
+// Temporal dev server at the same concurrency, and its ack latency at a steady 100 requests per second.
+// It starts everything itself under a temp dir: an embedded PostgreSQL, and a dev server per store
+// (`file`: SQLite on disk, as `npm start` runs it; `memory`: no disk, the server's ceiling). The
+// receiver runs in a child process of its own, as in production, so that the load generator does not
+// share its event loop.
+import { type ChildProcess, fork } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { Client, Connection } from '@temporalio/client';
+import autocannon from 'autocannon';
+import pino from 'pino';
+import { loadConfig } from '../src/config';
+import { createPool } from '../src/db/pool';
+import { startEmbeddedPostgres } from '../src/embedded/postgres';
+import { createLogger } from '../src/logger';
+import { sandboxProvider } from '../src/providers/sandbox';
+import { signStandardWebhook } from '../src/providers/standard-webhooks';
+import type { InboundEvent } from '../src/providers/types';
+import { startReceiver } from '../src/receiver';
+import { eventStartOptions } from '../src/receiver/start-event';
+import { dataConverter } from '../src/temporal/client';
+import { type DevServer, startDevServer } from '../src/temporal/dev-server';
+import type { handleEvent } from '../workflows';
+
+const SECRET = 'whsec_cmVwbHlmbG93LWJlbmNobWFyay1zZWNyZXQ=';
+const ENCRYPTION_KEY = Buffer.alloc(32, 9).toString('base64');
+const TASK_QUEUE = 'bench';
+const STORES = ['memory', 'file'] as const;
+type Store = (typeof STORES)[number];
+
+interface Options {
+  concurrency: number;
+  seconds: number;
+  rounds: number;
+  rate: number;
+  rateSeconds: number;
+  stores: Store[];
+  /** A directory for the receiver process's CPU profile (open it in Chrome DevTools). */
+  profile?: string;
+}
+
+/** One measurement: completed operations per second and their latency percentiles (ms). */
+interface Figures {
+  perSecond: number;
+  p50: number;
+  p99: number;
+  /** Requests the receiver did not acknowledge, by status (503 when a start missed its deadline). */
+  refused?: string;
+}
+
+function options(): Options {
+  const { values } = parseArgs({
+    options: {
+      concurrency: { type: 'string', default: '16' },
+      seconds: { type: 'string', default: '15' },
+      rounds: { type: 'string', default: '3' },
+      rate: { type: 'string', default: '100' },
+      'rate-seconds': { type: 'string', default: '30' },
+      store: { type: 'string', default: 'memory,file' },
+      profile: { type: 'string' },
+    },
+  });
+  const stores = values.store.split(',') as Store[];
+  for (const store of stores) {
+    if (!STORES.includes(store)) throw new Error(`--store takes ${STORES.join(', ')} (comma-separated)`);
+  }
+  return {
+    concurrency: Number(values.concurrency),
+    seconds: Number(values.seconds),
+    rounds: Number(values.rounds),
+    rate: Number(values.rate),
+    rateSeconds: Number(values['rate-seconds']),
+    stores,
+    profile: values.profile,
+  };
+}
+
+/** A sandbox chat message, signed as the sandbox page signs it, with a fresh event id. */
+function signedMessage(): { headers: Record<string, string>; body: string } {
+  const eventId = `bench_${randomUUID()}`;
+  const body = JSON.stringify({
+    type: 'message',
+    conversationId: `c${eventId.slice(-12)}`,
+    messageId: 'm1',
+    text: 'what are your opening hours?',
+    sentAt: new Date().toISOString(),
+  });
+  return { headers: signStandardWebhook(SECRET, eventId, body), body };
+}
+
+/** The event the receiver would start for a message: the raw loop starts exactly the same thing. */
+function eventFor(message: ReturnType<typeof signedMessage>): InboundEvent {
+  const result = sandboxProvider(SECRET).parse({
+    rawBody: Buffer.from(message.body),
+    headers: message.headers,
+    params: {},
+    receivedAt: new Date(),
+    correlationId: randomUUID(),
+  });
+  if (result.kind !== 'events') throw new Error('the sandbox provider did not produce an event');
+  return result.events[0]!;
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+}
+
+/** C loops start workflows for `seconds`; each start is timed on its own. */
+async function rawStarts(client: Client, seconds: number, concurrency: number): Promise<Figures> {
+  const latencies: number[] = [];
+  const began = performance.now();
+  const until = began + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < until) {
+        const event = eventFor(signedMessage());
+        const t = performance.now();
+        await client.workflow.start<typeof handleEvent>('handleEvent', eventStartOptions(event, TASK_QUEUE));
+        latencies.push(performance.now() - t);
+      }
+    }),
+  );
+  const elapsed = (performance.now() - began) / 1000;
+  latencies.sort((a, b) => a - b);
+  return {
+    perSecond: latencies.length / elapsed,
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+  };
+}
+
+/**
+ * Starts at a fixed rate whatever the answers (open loop), each timed from when it was due: the
+ * floor under the receiver's latency at the same rate.
+ */
+async function rawStartsAtRate(client: Client, rate: number, seconds: number): Promise<Figures> {
+  const latencies: number[] = [];
+  const began = performance.now();
+  const starts: Promise<void>[] = [];
+  for (let i = 0; i < rate * seconds; i++) {
+    const due = began + (i * 1000) / rate;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    const event = eventFor(signedMessage());
+    starts.push(
+      client.workflow
+        .start<typeof handleEvent>('handleEvent', eventStartOptions(event, TASK_QUEUE))
+        .then(() => {
+          latencies.push(performance.now() - due);
+        }),
+    );
+  }
+  await Promise.all(starts);
+  latencies.sort((a, b) => a - b);
+  return {
+    perSecond: latencies.length / ((performance.now() - began) / 1000),
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+  };
+}
+
+/** autocannon against the receiver: every request a new, validly signed event. */
+async function receiverAcks(
+  url: string,
+  load: { duration: number; connections: number; overallRate?: number },
+): Promise<Figures> {
+  const result = await autocannon({
+    url,
+    ...load,
+    requests: [
+      {
+        method: 'POST',
+        path: '/webhooks/sandbox',
+        setupRequest: (request) => {
+          const message = signedMessage();
+          return { ...request, headers: message.headers, body: message.body };
+        },
+      },
+    ],
+  });
+  const refused = Object.entries(result.statusCodeStats)
+    .filter(([status]) => !status.startsWith('2'))
+    .map(([status, { count }]) => `${count} × ${status}`);
+  if (result.errors > 0) refused.push(`${result.errors} errors`);
+  if (result.timeouts > 0) refused.push(`${result.timeouts} timeouts`);
+  return {
+    perSecond: result['2xx'] / result.duration,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    refused: refused.length > 0 ? refused.join(', ') : undefined,
+  };
+}
+
+/** The receiver in a child process (this file with `--serve`), as `replyflow receiver` runs it. */
+async function startReceiverProcess(
+  env: Record<string, string>,
+  profileDir?: string,
+): Promise<{ url: string; child: ChildProcess }> {
+  const child = fork(__filename, ['--serve'], {
+    env: { ...process.env, ...env },
+    stdio: 'inherit',
+    execArgv: [...process.execArgv, ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])],
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    child.once('message', (m) => resolve((m as { url: string }).url));
+    child.once('exit', (code) => reject(new Error(`the receiver exited (${code}) before it listened`)));
+  });
+  return { url, child };
+}
+
+async function serve(): Promise<void> {
+  const config = loadConfig();
+  const pool = createPool(config.DATABASE_URL!, 2);
+  // The default level (info) to a file: what a production receiver pays per request, minus the I/O.
+  const logger = createLogger(
+    'info',
+    'replyflow',
+    pino.destination({ dest: process.env.BENCH_LOG_FILE!, sync: false }),
+  );
+  const receiver = await startReceiver({
+    config,
+    pool,
+    temporalAddress: config.TEMPORAL_ADDRESS!,
+    encryptionKey: ENCRYPTION_KEY,
+    logger,
+    port: 0,
+  });
+  process.send?.({ url: receiver.url });
+  process.once('disconnect', async () => {
+    await receiver.stop();
+    await pool.end();
+    logger.flush();
+  });
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+const fixed = (n: number, digits = 0) => n.toFixed(digits);
+const latency = (f: Figures) => `p50 ${fixed(f.p50, 1)} ms, p99 ${fixed(f.p99, 1)} ms`;
+
+/** Rounds of raw starts then receiver acks on one dev server, then the steady-rate run. */
+async function measure(
+  store: Store,
+  opts: Options,
+  env: { dir: string; databaseUrl: string },
+): Promise<string[]> {
+  const stops: (() => Promise<unknown>)[] = [];
+  try {
+    const server: DevServer = await startDevServer({
+      port: 0,
+      dbFile: store === 'file' ? path.join(env.dir, 'temporal.sqlite') : undefined,
+    });
+    stops.unshift(() => server.stop());
+    const { url, child } = await startReceiverProcess(
+      {
+        TEMPORAL_ADDRESS: server.address,
+        DATABASE_URL: env.databaseUrl,
+        TEMPORAL_TASK_QUEUE: TASK_QUEUE,
+        SANDBOX_WEBHOOK_SECRET: SECRET,
+        BENCH_LOG_FILE: path.join(env.dir, `receiver-${store}.log`),
+      },
+      opts.profile,
+    );
+    stops.unshift(async () => {
+      child.disconnect();
+      await new Promise((resolve) => child.once('exit', resolve));
+    });
+    const connection = await Connection.connect({ address: server.address });
+    stops.unshift(() => connection.close());
+    const client = new Client({ connection, dataConverter: dataConverter(ENCRYPTION_KEY) });
+
+    console.log(`\n[${store}] dev server ${store === 'file' ? 'on a SQLite file' : 'in memory'}`);
+    // Warm both paths (JIT, connections, the server's caches) before measuring.
+    await rawStarts(client, 3, opts.concurrency);
+    await receiverAcks(url, { duration: 3, connections: opts.concurrency });
+
+    const raw: Figures[] = [];
+    const acks: Figures[] = [];
+    for (let round = 1; round <= opts.rounds; round++) {
+      const r = await rawStarts(client, opts.seconds, opts.concurrency);
+      const a = await receiverAcks(url, { duration: opts.seconds, connections: opts.concurrency });
+      raw.push(r);
+      acks.push(a);
+      console.log(
+        `  round ${round}: raw ${fixed(r.perSecond)} starts/s (${latency(r)}); receiver ${fixed(a.perSecond)} acks/s ` +
+          `(${latency(a)})${a.refused ? ` [not acknowledged: ${a.refused}]` : ''}; ratio ${fixed(a.perSecond / r.perSecond, 2)}`,
+      );
+    }
+    const rawSteady = await rawStartsAtRate(client, opts.rate, opts.rateSeconds);
+    console.log(`  raw starts at ${opts.rate}/s for ${opts.rateSeconds} s: ${latency(rawSteady)}`);
+    const steady = await receiverAcks(url, {
+      duration: opts.rateSeconds,
+      connections: 10,
+      overallRate: opts.rate,
+    });
+    console.log(
+      `  ${opts.rate} req/s for ${opts.rateSeconds} s: ${fixed(steady.perSecond)} acks/s (${latency(steady)})` +
+        `${steady.refused ? ` [not acknowledged: ${steady.refused}]` : ''}`,
+    );
+    const ratios = acks.map((a, i) => a.perSecond / raw[i]!.perSecond);
+    return [
+      store,
+      fixed(median(raw.map((r) => r.perSecond))),
+      `${fixed(median(raw.map((r) => r.p50)), 1)} / ${fixed(median(raw.map((r) => r.p99)), 1)}`,
+      fixed(median(acks.map((a) => a.perSecond))),
+      `${fixed(median(acks.map((a) => a.p50)), 1)} / ${fixed(median(acks.map((a) => a.p99)), 1)}`,
+      fixed(median(ratios), 2),
+      `${fixed(steady.p99, 1)}${steady.refused ? ' (some refused)' : ''}`,
+      fixed(rawSteady.p99, 1),
+    ];
+  } finally {
+    for (const stop of stops) await stop().catch(() => {});
+  }
+}
+
+async function main(): Promise<void> {
+  const opts = options();
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'replyflow-bench-'));
+  chmodSync(dir, 0o755); // as root, PostgreSQL runs as its own user and must reach its data dir
+  const cpus = os.cpus();
+  console.log(
+    `machine: ${cpus.length} × ${cpus[0]?.model}, ${fixed(os.totalmem() / 2 ** 30, 1)} GiB, ` +
+      `load average ${os
+        .loadavg()
+        .map((l) => fixed(l, 1))
+        .join(' ')}`,
+  );
+  console.log(
+    `concurrency ${opts.concurrency}, ${opts.rounds} rounds of ${opts.seconds} s per path, ` +
+      `then ${opts.rate} req/s for ${opts.rateSeconds} s`,
+  );
+  const pg = await startEmbeddedPostgres({ dir: path.join(dir, 'postgres'), ephemeral: true });
+  try {
+    const rows: string[][] = [];
+    for (const store of opts.stores) rows.push(await measure(store, opts, { dir, databaseUrl: pg.url }));
+    const header = [
+      'store',
+      'raw starts/s',
+      'raw p50 / p99 ms',
+      'receiver acks/s',
+      'ack p50 / p99 ms',
+      'ratio',
+      `ack p99 ms at ${opts.rate} req/s`,
+      `raw p99 ms at ${opts.rate}/s`,
+    ];
+    console.log(`\nmedians of ${opts.rounds} rounds (targets: ratio ≥ 0.9, p99 at 100 req/s ≤ 100 ms)`);
+    for (const row of [header, header.map(() => '---'), ...rows]) console.log(`| ${row.join(' | ')} |`);
+  } finally {
+    await pg.stop().catch(() => {});
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv.includes('--serve')) {
+  serve().catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+} else {
+  main().catch((err) => {
+    console.error(err);
+    process.exitCode = 1;
+  });
+}
