@@ -419,17 +419,27 @@ export async function handleEvent(event: InboundEvent): Promise<EventResult> {
     try {
       return await send.send(input);
     } catch (err) {
-      await records.recordResult({
-        effectId: input.effectId,
-        status: 'failed',
-        errorClass: 'retryable',
-        error: 'retry budget spent',
-      });
       // The retry budget is spent (attempts or elapsed time) or the activity failed for good.
       const cause = err instanceof ActivityFailure ? err.cause : err;
       const message = cause instanceof Error ? cause.message : String(cause);
       const type = cause instanceof ApplicationFailure ? cause.type : undefined;
       log.warn('send gave up', { workflowId, type });
+      const recorded = await records.recordResult({
+        effectId: input.effectId,
+        status: 'failed',
+        errorClass: 'retryable',
+        error: 'retry budget spent',
+      });
+      if (!recorded.recorded && (recorded.status === 'sending' || recorded.status === 'unknown')) {
+        // The last attempt may have reached the target (its row still says so): that is an unknown
+        // outcome, settled by lookup or held for two people, never a plain failure to reprocess.
+        return {
+          result: 'unknown',
+          reason: `retry budget spent while the last attempt's outcome is unknown: ${message}`,
+          leaseExpiresAt: new Date(Date.now() + (plan?.policy.sendTimeoutMs ?? 0)).toISOString(),
+          attempts: view.attempts,
+        };
+      }
       return {
         result: 'failed',
         errorClass: 'permanent',
