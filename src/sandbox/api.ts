@@ -1,6 +1,8 @@
 // The sandbox target API (what the `sandbox*` targets call) and the demo page's backend. It behaves
 // like a real provider: idempotency keys (in `sandbox` mode), lookup by reference, and faults an
-// operator arms for the next send (drop the response after committing, 500, 503, 429, slow).
+// operator arms for the next send (drop the response after committing, 500, 503, 429, slow). The
+// page also sees where each of its messages stands (replied, held, …) and can hand off or close.
+import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import express, { type Request, type Response } from 'express';
 import { z } from 'zod';
@@ -47,11 +49,53 @@ const faultSchema = z.object({
   conversationId: z.string().regex(idPattern),
   fault: z.enum(SANDBOX_FAULTS).nullable(),
 });
+const conversationEventSchema = z.object({
+  conversationId: z.string().regex(idPattern),
+  type: z.enum(['handoff', 'close']),
+});
+
+/** Where the reply to one of the page's messages stands, in the words the page shows. */
+export type ReplyProgress =
+  | 'received'
+  | 'sending'
+  | 'checking'
+  | 'held'
+  | 'replied'
+  | 'failed'
+  | 'discarded'
+  | 'not answered';
+
+const PROGRESS_BY_EFFECT: Record<string, ReplyProgress> = {
+  claimed: 'sending',
+  sending: 'sending',
+  retry_wait: 'sending',
+  unknown: 'checking',
+  held: 'held',
+  succeeded: 'replied',
+  failed: 'failed',
+  discarded: 'discarded',
+};
+
+/** The event id the page's message `m<id>` is delivered under (so its workflow id is known up front). */
+export function sandboxEventId(conversationId: string, messageId: string): string {
+  return `sbx_${conversationId}_${messageId}`;
+}
 
 export function sandboxRouter(options: SandboxOptions): express.Router {
   const { pool } = options;
   const router = express.Router();
   const json = express.json({ limit: '64kb' });
+
+  /** Signs an event as a Standard Webhooks sender does and posts it to this receiver. */
+  const deliver = async (eventId: string, body: object) => {
+    const raw = JSON.stringify(body);
+    const response = await fetch(`${options.receiverUrl()}/webhooks/sandbox`, {
+      method: 'POST',
+      headers: signStandardWebhook(options.webhookSecret, eventId, raw),
+      body: raw,
+    }).catch(() => undefined);
+    return response && { status: response.status, answer: (await response.json()) as unknown };
+  };
 
   router.get('/sandbox', (_req, res) => {
     res
@@ -70,36 +114,55 @@ export function sandboxRouter(options: SandboxOptions): express.Router {
       [conversationId, text],
     );
     const messageId = `m${inserted.rows[0]!.id}`;
-    const body = JSON.stringify({
+    const body = {
       type: 'message',
       conversationId,
       messageId,
       text,
       target: mode,
       sentAt: new Date().toISOString(),
-    });
-    const eventId = `sbx_${conversationId}_${messageId}`;
-    const delivered = await fetch(`${options.receiverUrl()}/webhooks/sandbox`, {
-      method: 'POST',
-      headers: signStandardWebhook(options.webhookSecret, eventId, body),
-      body,
-    }).catch(() => undefined);
+    };
+    const delivered = await deliver(sandboxEventId(conversationId, messageId), body);
     if (!delivered) return void res.status(502).json({ error: 'the receiver did not answer' });
-    res.status(delivered.status).json({ messageId, receiver: await delivered.json() });
+    res.status(delivered.status).json({ messageId, receiver: delivered.answer });
+  });
+
+  // "Ask for a person" and "End conversation": conversation events, no reply expected.
+  router.post('/sandbox/conversation-events', json, async (req: Request, res: Response) => {
+    const parsed = conversationEventSchema.safeParse(req.body);
+    if (!parsed.success)
+      return void res.status(400).json({ error: 'invalid event', issues: parsed.error.issues });
+    const { conversationId, type } = parsed.data;
+    const eventId = sandboxEventId(conversationId, `${type}-${randomUUID().slice(0, 8)}`);
+    const delivered = await deliver(eventId, { type, conversationId, sentAt: new Date().toISOString() });
+    if (!delivered) return void res.status(502).json({ error: 'the receiver did not answer' });
+    res.status(delivered.status).json({ receiver: delivered.answer });
   });
 
   router.get('/sandbox/api/conversations/:id/messages', async (req, res) => {
     if (!idPattern.test(req.params.id))
       return void res.status(400).json({ error: 'invalid conversation id' });
-    const { rows } = await pool.query(
+    const conversationId = req.params.id;
+    const { rows } = await pool.query<{ id: string; author: 'user' | 'bot' }>(
       `SELECT id, author, text, reference, created_at AS "createdAt" FROM sandbox_messages
         WHERE conversation_id = $1 ORDER BY id`,
-      [req.params.id],
+      [conversationId],
     );
-    const fault = await pool.query('SELECT fault FROM sandbox_faults WHERE conversation_id = $1', [
-      req.params.id,
+    const [fault, conversation, replies] = await Promise.all([
+      pool.query('SELECT fault FROM sandbox_faults WHERE conversation_id = $1', [conversationId]),
+      pool.query('SELECT state FROM conversations WHERE id = $1', [`sandbox:${conversationId}`]),
+      replyProgress(
+        pool,
+        rows.filter((m) => m.author === 'user').map((m) => sandboxEventId(conversationId, `m${m.id}`)),
+      ),
     ]);
-    res.json({ messages: rows, armedFault: fault.rows[0]?.fault ?? null });
+    res.json({
+      messages: rows.map((m) =>
+        m.author === 'user' ? { ...m, reply: replies.get(sandboxEventId(conversationId, `m${m.id}`)) } : m,
+      ),
+      armedFault: fault.rows[0]?.fault ?? null,
+      conversationState: conversation.rows[0]?.state ?? 'unhandled',
+    });
   });
 
   router.post('/sandbox/api/faults', json, async (req, res) => {
@@ -164,6 +227,50 @@ export function sandboxRouter(options: SandboxOptions): express.Router {
   });
 
   return router;
+}
+
+/**
+ * Where the reply to each event stands: the effect row while it runs, the event's outcome once its
+ * workflow ended, and the last operator decision. Identifiers and states only, never text.
+ */
+async function replyProgress(pool: Pool, eventIds: string[]) {
+  const { rows } = await pool.query<{
+    event_id: string;
+    workflow_id: string;
+    outcome: string | null;
+    outcome_reason: string | null;
+    effect_status: string | null;
+    decision: string | null;
+  }>(
+    `SELECT e.event_id, e.workflow_id, e.outcome, e.outcome_reason, f.status AS effect_status,
+            (SELECT a.action FROM audit_log a WHERE a.workflow_id = e.workflow_id AND a.result LIKE 'accepted%'
+              ORDER BY a.id DESC LIMIT 1) AS decision
+       FROM events e LEFT JOIN effects f ON f.workflow_id = e.workflow_id
+      WHERE e.provider = 'sandbox' AND e.event_id = ANY($1::text[])`,
+    [eventIds],
+  );
+  const found = new Map(rows.map((r) => [r.event_id, r]));
+  return new Map(
+    eventIds.map((eventId) => {
+      const row = found.get(eventId);
+      const state: ReplyProgress = row?.effect_status
+        ? (PROGRESS_BY_EFFECT[row.effect_status] ?? 'sending')
+        : row?.outcome
+          ? row.outcome === 'succeeded'
+            ? 'replied'
+            : 'not answered'
+          : 'received';
+      return [
+        eventId,
+        {
+          state,
+          workflowId: row?.workflow_id ?? `webhook:sandbox:${eventId}`,
+          reason: state === 'not answered' ? (row?.outcome_reason ?? row?.outcome) : undefined,
+          decision: row?.decision ?? undefined,
+        },
+      ];
+    }),
+  );
 }
 
 /** Takes the armed fault for a conversation, if any: each switch applies to one send. */

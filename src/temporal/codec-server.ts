@@ -149,12 +149,10 @@ export function codecRouter(options: CodecServerOptions): express.Router {
       }
       const parsed = payloadsBody.safeParse(req.body);
       if (!parsed.success) {
-        return void res
-          .status(400)
-          .json({
-            error: 'expected {"payloads":[{"metadata":{…},"data":"…"}]}',
-            issues: parsed.error.issues,
-          });
+        return void res.status(400).json({
+          error: 'expected {"payloads":[{"metadata":{…},"data":"…"}]}',
+          issues: parsed.error.issues,
+        });
       }
       const operation = req.path.endsWith('/encode') ? 'encode' : 'decode';
       const payloads = Payloads.fromObject(parsed.data).payloads;
@@ -175,7 +173,7 @@ export function codecRouter(options: CodecServerOptions): express.Router {
     res
       .set('Cache-Control', 'no-store')
       .type('html')
-      .send(loginPage(signedIn ? 'signed-in' : 'form'));
+      .send(loginPage(signedIn ? 'signed-in' : 'form', endpointOf(req)));
   });
 
   router.post(
@@ -186,7 +184,10 @@ export function codecRouter(options: CodecServerOptions): express.Router {
       const token = typeof req.body?.token === 'string' ? req.body.token.trim() : '';
       if (!sameSecret(token, authToken)) {
         logger.warn('codec login refused');
-        return void res.status(401).type('html').send(loginPage('refused'));
+        return void res
+          .status(401)
+          .type('html')
+          .send(loginPage('refused', endpointOf(req)));
       }
       const expiresAt = Date.now() + sessionMs;
       // SameSite=Strict: the UI and the codec endpoint share a host (same site), nothing else may use it.
@@ -198,7 +199,7 @@ export function codecRouter(options: CodecServerOptions): express.Router {
         maxAge: sessionMs,
       });
       logger.info('codec login');
-      res.type('html').send(loginPage('signed-in'));
+      res.type('html').send(loginPage('signed-in', endpointOf(req)));
     },
   );
 
@@ -209,18 +210,29 @@ export function codecRouter(options: CodecServerOptions): express.Router {
       sameSite: 'strict',
       secure: req.secure,
     });
-    res.set('Cache-Control', 'no-store').type('html').send(loginPage('form'));
+    res
+      .set('Cache-Control', 'no-store')
+      .type('html')
+      .send(loginPage('form', endpointOf(req)));
   });
 
   return router;
 }
 
-function loginPage(state: 'form' | 'refused' | 'signed-in'): string {
+/** This codec endpoint as the browser reached it, for the UI's browser setting. */
+function endpointOf(req: Request): string {
+  return `${req.protocol}://${req.get('host') ?? 'localhost'}${CODEC_PATH}`;
+}
+
+const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+function loginPage(state: 'form' | 'refused' | 'signed-in', endpoint: string): string {
   const body =
     state === 'signed-in'
-      ? `<p id="codec-status" role="status">Signed in: this browser may now decode payloads. In the Temporal
-Web UI open <b>Codec Server</b> settings, choose the browser setting, enter this endpoint and tick
-<b>Include cross-origin credentials</b>.</p>
+      ? `<p id="codec-status" role="status">Signed in: this browser may now decode payloads.</p>
+<p>In the Temporal Web UI open <b>Codec Server</b> (the icon in the top bar), choose <b>Use my browser
+setting</b>, enter the endpoint <code>${escapeHtml(endpoint)}</code>, turn on <b>Include cross-origin
+credentials</b> and apply; then reload the page.</p>
 <form method="post" action="${CODEC_PATH}/logout"><button type="submit">Sign out</button></form>`
       : `${state === 'refused' ? '<p id="codec-status" role="alert">That token is not valid.</p>' : ''}
 <form method="post" action="${CODEC_PATH}/login">

@@ -1,0 +1,139 @@
+// The operator's screen in a real browser: Debian's Chromium on the Temporal Web UI of a dev server
+// started with our codec endpoint. The operator finds a held item by search attribute, reads it
+// (ciphertext until signed in to the codec server), and resolves it from "Send a Signal".
+// UPDATE_SCREENSHOTS=1 refreshes the runbook's pictures in docs/img/.
+import assert from 'node:assert/strict';
+import { statusQuery } from '../../workflows/messages';
+import { FakeTarget } from '../helpers/fake-target';
+import { sandboxEvent, uniqueId } from '../helpers/system';
+import { auditRows, effectRows, startEvent, waitForState } from '../helpers/workflows';
+import { type Browser, launchBrowser, screenshot, startUiStack, type UiStack, webUi } from './harness';
+
+/** The columns the runbook recommends for held and failed work, in this order. */
+const COLUMNS = [
+  'ReplyState',
+  'Integration',
+  'FailedStep',
+  'LastErrorClass',
+  'Attempts',
+  'RecommendedAction',
+];
+
+describe('Temporal Web UI: find a held item by search attribute and resolve it from "Send a Signal" (Chromium)', function () {
+  this.timeout(600_000);
+  let stack: UiStack;
+  let fake: FakeTarget;
+  let browser: Browser;
+
+  before(async () => {
+    fake = await new FakeTarget().start();
+    stack = await startUiStack({ SANDBOX_API_URL: fake.url });
+    browser = await launchBrowser();
+  });
+  after(async () => {
+    await browser?.close();
+    await stack?.stop();
+    await fake?.stop();
+  });
+
+  it('shows ciphertext until the codec login, then mark-sent from the signal form completes the item once, audited', async () => {
+    const { page } = browser;
+    const conversationId = uniqueId('c');
+    const text = `where is my parcel ${uniqueId('')}?`;
+    // The reply reaches the target, but its answer is lost: sandbox-blind cannot be asked → held.
+    fake.next('accept-then-drop');
+    const handle = await startEvent(
+      stack.client,
+      stack.config.TEMPORAL_TASK_QUEUE,
+      sandboxEvent({ conversationId, target: 'sandbox-blind', text }),
+    );
+    const held = await waitForState(handle, 'held', 120_000);
+    const effectId = held.effectId!;
+    assert.equal(fake.sendsFor(effectId).length, 1);
+
+    // 1. The held list: the query an operator saves, with the search attributes as columns.
+    await webUi.searchWorkflows(
+      page,
+      stack.uiUrl,
+      `ReplyState="held" AND ConversationId="${conversationId}"`,
+    );
+    const row = page.getByRole('link', { name: handle.workflowId });
+    await row.waitFor();
+    await page.getByTestId('workflows-summary-table-configuration-button').click();
+    const drawer = page.locator('#workflows-table-configuration-drawer');
+    for (const column of ['Run ID', 'Type', 'End'])
+      await page.getByRole('button', { name: `Remove ${column} column` }).click();
+    for (const column of COLUMNS) await page.getByRole('button', { name: `Add ${column} column` }).click();
+    await drawer.getByText('Columns (in view)').scrollIntoViewIfNeeded();
+    await screenshot(page, 'ui-configure-columns');
+    await drawer.getByRole('button', { name: 'Close Workflows Table configuration' }).click();
+    await drawer.waitFor({ state: 'hidden' });
+    await page.getByRole('columnheader', { name: 'RecommendedAction' }).waitFor();
+    await page.getByRole('cell', { name: 'held', exact: true }).waitFor();
+    await screenshot(page, 'ui-held-list');
+
+    // 2. Without the codec login the UI cannot decode: the input shows as ciphertext.
+    await row.click();
+    await page.getByRole('heading', { name: handle.workflowId }).waitFor();
+    await page.locator('#content').getByText('Codec Server could not connect').waitFor();
+    assert.equal(await page.getByText(text).count(), 0, 'no plaintext without the codec login');
+    await screenshot(page, 'ui-ciphertext');
+
+    // 3. Sign in to the codec server, and point this browser's codec setting at it with credentials.
+    const workflowUrl = page.url();
+    await webUi.codecLogin(page, stack.receiver.url);
+    await screenshot(page, 'codec-login');
+    await page.goto(workflowUrl);
+    await webUi.useCodecWithCredentials(page, `${stack.receiver.url}/codec`, () =>
+      screenshot(page, 'ui-codec-settings'),
+    );
+    await page.reload();
+    await page.getByText(text).first().waitFor();
+    await screenshot(page, 'ui-decoded');
+
+    // 4. The status query, readable without any message text.
+    await page.locator('#content').getByText('Queries', { exact: true }).click();
+    await page.getByRole('button', { name: 'Run Query' }).click();
+    await page.getByText('"recommendedAction"').waitFor();
+    await page.getByText('"held"').first().waitFor();
+    await screenshot(page, 'ui-status-query');
+
+    // 5. resolve → mark-sent through the form; the UI encodes the payload with /codec/encode.
+    const decision = {
+      action: 'mark-sent',
+      operator: 'ana@example.com',
+      reason: 'customer confirmed the reply arrived',
+      externalId: '1',
+    };
+    await webUi.sendSignal(page, 'resolve', decision, () => screenshot(page, 'ui-signal-resolve'));
+    const result = await handle.result();
+    assert.equal(result.state, 'succeeded');
+    await page.getByText('Completed').first().waitFor();
+    await screenshot(page, 'ui-resolved');
+
+    // Exactly the one send that went before; nothing was sent again.
+    assert.equal(fake.sendsFor(effectId).length, 1);
+    const [effect] = await effectRows(held.businessKey!);
+    assert.equal(effect.status, 'succeeded');
+    assert.equal(effect.external_id, '1');
+    const audit = await auditRows(handle.workflowId);
+    assert.equal(audit.length, 1);
+    assert.equal(audit[0].actor, 'ana@example.com');
+    assert.equal(audit[0].action, 'mark-sent');
+    assert.equal(audit[0].state_before, 'held');
+    assert.equal(audit[0].state_after, 'succeeded');
+    assert.equal(audit[0].reason, decision.reason);
+    assert.match(audit[0].result, /^accepted/);
+    const status = await handle.query(statusQuery);
+    assert.equal(status.operatorHistory[0]?.actor, 'ana@example.com');
+
+    // The signal the UI sent went through /codec/encode: history holds it encrypted.
+    const history = await handle.fetchHistory();
+    const signalled = history.events!.find(
+      (e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'resolve',
+    );
+    const payload = signalled!.workflowExecutionSignaledEventAttributes!.input!.payloads![0]!;
+    assert.equal(Buffer.from(payload.metadata!.encoding!).toString(), 'binary/encrypted');
+    assert.ok(!Buffer.from(payload.data!).toString().includes('ana@example.com'));
+  });
+});
