@@ -1,0 +1,256 @@
+// The fault injector of the chaos run. It arms the sandbox target's faults on chosen conversations,
+// SIGKILLs workers at random moments and while a send is in flight (committed at the target, not yet
+// recorded), restarts the Temporal dev server and PostgreSQL once each, and logs every action with
+// its time and conversation, so that each held item can be traced back to what caused it. Restarts
+// and kills are timed by how much of the work has settled, not by the clock, so that they land while
+// the system is busy however fast this machine is.
+import type { SandboxFault } from '../../src/sandbox/api';
+import type { PlannedConversation, Random } from './plan';
+import type { System } from './system';
+
+export type InjectorAction =
+  | { kind: 'arm-fault'; atMs: number; conversationId: string; fault: SandboxFault }
+  | { kind: 'kill-worker'; atMs: number; slot: number; pid: number }
+  | {
+      kind: 'kill-in-flight';
+      atMs: number;
+      slot: number;
+      pid: number;
+      conversationId: string;
+      effectId: string;
+    }
+  | { kind: 'in-flight-missed'; atMs: number; conversationId: string; why: string }
+  | { kind: 'worker-started'; atMs: number; slot: number; pid: number }
+  | { kind: 'restart-temporal' | 'restart-postgres'; atMs: number; upAtMs: number };
+
+export interface InjectorOptions {
+  /** Conversations that get each fault armed before their first message. */
+  faultsPerKind: number;
+  /** Sends killed in flight (a `slow` send whose reply the target has committed). */
+  inflightKills: number;
+  /** Mean time between random worker kills; 0 for none. */
+  killEveryMs: number;
+  restartTemporal: boolean;
+  restartPostgres: boolean;
+  /** How long Temporal and PostgreSQL stay down when restarted. */
+  downMs: number;
+}
+
+export const ARMED_FAULTS: SandboxFault[] = [
+  'drop-after-commit',
+  'error-500',
+  'unavailable-503',
+  'rate-limit-429',
+  'slow',
+];
+
+/** Effect statuses after which no send of the effect is in flight any more. */
+const SETTLED = ['succeeded', 'held', 'failed', 'discarded'];
+/** Share of the messages settled when Temporal, then PostgreSQL, restart, and when random kills end. */
+const RESTART_TEMPORAL_AT = 0.35;
+const RESTART_POSTGRES_AT = 0.65;
+const KILLS_END_AT = 0.95;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export class Injector {
+  readonly log: InjectorAction[] = [];
+  private readonly tasks: Promise<void>[] = [];
+  /** Worker kills and restarts take turns, so that at least one worker is always up. */
+  private workerLock: Promise<unknown> = Promise.resolve();
+  /** Share of the planned messages whose effect has settled (0 to 1). */
+  private settled = 0;
+  private finished = false;
+
+  constructor(
+    private readonly system: System,
+    private readonly options: InjectorOptions,
+    private readonly random: Random,
+    /** Epoch ms of the senders' start; plan offsets count from it. */
+    private readonly startAt: number,
+    /** Injected actions that have not begun by then are skipped, so a stalled system cannot hang the run. */
+    private readonly deadline: number,
+  ) {}
+
+  private now(): number {
+    return Date.now() - this.startAt;
+  }
+
+  private async atTime(atMs: number): Promise<boolean> {
+    while (Date.now() < this.deadline && this.now() < atMs) await sleep(Math.min(200, atMs - this.now()));
+    return Date.now() < this.deadline;
+  }
+
+  private async atProgress(share: number): Promise<boolean> {
+    while (Date.now() < this.deadline && this.settled < share) await sleep(250);
+    return Date.now() < this.deadline;
+  }
+
+  /** Schedules every action: faults by the plan's clock, restarts and kills by the work settled. */
+  start(conversations: PlannedConversation[], messages: number): void {
+    this.tasks.push(this.trackProgress(messages));
+    const free = [...conversations].sort(() => this.random() - 0.5);
+    const take = (flavourIndex: number) => {
+      const flavour = ['sandbox-blind', 'sandbox-lookup', 'sandbox'][flavourIndex % 3];
+      const index = free.findIndex((c) => c.flavour === flavour);
+      return free.splice(Math.max(index, 0), 1)[0];
+    };
+    // Flavours rotate over the armed faults so that each fault meets each kind of target.
+    let armed = 0;
+    for (const fault of ARMED_FAULTS) {
+      for (let i = 0; i < this.options.faultsPerKind; i++) {
+        const conversation = take(armed++);
+        if (conversation) this.tasks.push(this.armBefore(conversation, fault));
+      }
+    }
+    for (let i = 0; i < this.options.inflightKills; i++) {
+      const conversation = take(i);
+      if (conversation) this.tasks.push(this.killInFlight(conversation));
+    }
+    this.tasks.push(this.restarts());
+    if (this.options.killEveryMs > 0) this.tasks.push(this.randomKills());
+  }
+
+  /** Share of the planned messages whose effect has settled, as last counted. */
+  progress(): number {
+    return this.settled;
+  }
+
+  /** Resolves once every action has run (or was skipped at the deadline) and every worker is up. */
+  async finish(): Promise<void> {
+    await Promise.all(this.tasks.slice(1));
+    this.finished = true;
+    await this.tasks[0];
+    await this.workerLock;
+  }
+
+  private async trackProgress(messages: number): Promise<void> {
+    while (!this.finished) {
+      const counted = await this.system.pool
+        .query<{ n: number }>('SELECT count(*)::int AS n FROM effects WHERE status = ANY($1::text[])', [
+          SETTLED,
+        ])
+        .catch(() => undefined);
+      if (counted) this.settled = counted.rows[0]!.n / messages;
+      await sleep(1000);
+    }
+  }
+
+  private async arm(conversationId: string, fault: SandboxFault): Promise<void> {
+    for (;;) {
+      const armed = await fetch(`${this.system.sandboxApiUrl}/faults`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ conversationId, fault }),
+      }).catch(() => undefined);
+      if (armed?.ok) break;
+      // PostgreSQL may be restarting: the sandbox keeps its switches there.
+      await sleep(250);
+    }
+    this.log.push({ kind: 'arm-fault', atMs: this.now(), conversationId, fault });
+  }
+
+  /** Armed just before the conversation's first delivery, so its first send takes the fault. */
+  private async armBefore(conversation: PlannedConversation, fault: SandboxFault): Promise<void> {
+    if (await this.atTime(conversation.firstAtMs - 500)) await this.arm(conversation.id, fault);
+  }
+
+  private withWorkers<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.workerLock.then(fn);
+    this.workerLock = run.catch(() => {});
+    return run;
+  }
+
+  private async restartWorker(slot: number): Promise<void> {
+    await sleep(1000);
+    const proc = await this.system.startWorker(slot);
+    this.log.push({ kind: 'worker-started', atMs: this.now(), slot, pid: proc.pid });
+  }
+
+  private async randomKills(): Promise<void> {
+    for (;;) {
+      const gap = this.options.killEveryMs * (0.5 + this.random());
+      if (!(await this.atTime(this.now() + gap)) || this.settled >= KILLS_END_AT) return;
+      await this.withWorkers(async () => {
+        const slot = Math.floor(this.random() * this.system.workers.length);
+        const proc = await this.system.killWorker(slot);
+        this.log.push({ kind: 'kill-worker', atMs: this.now(), slot, pid: proc.pid });
+        await this.restartWorker(slot);
+      });
+    }
+  }
+
+  /**
+   * Arms `slow` so the target commits the reply and holds the answer, waits until the reply is
+   * committed while the effect is still `sending`, asks Temporal which worker runs that send, and
+   * SIGKILLs exactly that worker: the crash between the send and its record.
+   */
+  private async killInFlight(conversation: PlannedConversation): Promise<void> {
+    if (!(await this.atTime(conversation.firstAtMs - 500))) return;
+    await this.arm(conversation.id, 'slow');
+    while (Date.now() < this.deadline) {
+      const rows = await this.system.pool
+        .query<{ id: string; workflow_id: string; status: string; committed: boolean }>(
+          `SELECT e.id, e.workflow_id, e.status,
+                  EXISTS (SELECT 1 FROM sandbox_messages m WHERE m.reference = e.id::text AND m.author = 'bot') AS committed
+             FROM effects e WHERE e.conversation_id = $1`,
+          [conversation.id],
+        )
+        .then((r) => r.rows)
+        .catch(() => undefined);
+      const inFlight = rows?.find((r) => r.status === 'sending' && r.committed);
+      const pid = inFlight && (await this.senderPid(inFlight.workflow_id));
+      if (inFlight && pid) {
+        const killed = await this.withWorkers(async () => {
+          const proc = this.system.workerByPid(pid);
+          if (!proc) return false;
+          await this.system.killWorker(proc.slot);
+          this.log.push({
+            kind: 'kill-in-flight',
+            atMs: this.now(),
+            slot: proc.slot,
+            pid,
+            conversationId: conversation.id,
+            effectId: inFlight.id,
+          });
+          await this.restartWorker(proc.slot);
+          return true;
+        });
+        if (killed) return;
+      }
+      if (rows?.length === conversation.messages && rows.every((r) => SETTLED.includes(r.status))) break;
+      await sleep(100);
+    }
+    this.log.push({
+      kind: 'in-flight-missed',
+      atMs: this.now(),
+      conversationId: conversation.id,
+      why: 'its sends settled before one was seen in flight on a live worker',
+    });
+  }
+
+  /** The pid of the worker running the workflow's pending `send` (Temporal's identity is `pid@host`). */
+  private async senderPid(workflowId: string): Promise<number | undefined> {
+    const description = await this.system.client.client.workflow
+      .getHandle(workflowId)
+      .describe()
+      .catch(() => undefined);
+    const pending = description?.raw.pendingActivities?.find((a) => a.activityType?.name === 'send');
+    const pid = Number(pending?.lastWorkerIdentity?.split('@')[0]);
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  }
+
+  /** Temporal, then PostgreSQL: one outage at a time, each while work is in full flow. */
+  private async restarts(): Promise<void> {
+    if (this.options.restartTemporal && (await this.atProgress(RESTART_TEMPORAL_AT))) {
+      const began = this.now();
+      await this.system.restartTemporal(this.options.downMs);
+      this.log.push({ kind: 'restart-temporal', atMs: began, upAtMs: this.now() });
+    }
+    if (this.options.restartPostgres && (await this.atProgress(RESTART_POSTGRES_AT))) {
+      const began = this.now();
+      await this.system.restartPostgres(this.options.downMs);
+      this.log.push({ kind: 'restart-postgres', atMs: began, upAtMs: this.now() });
+    }
+  }
+}

@@ -1,0 +1,375 @@
+// The chaos run's verdict: waits until the system is quiet, then reconciles what the senders got
+// acknowledged against Temporal, the effects table and what the sandbox target received, and traces
+// every held item to the injected fault that explains it.
+import type { WorkflowExecutionInfo } from '@temporalio/client';
+import { reconcile } from '../../src/operator/reconcile';
+import type { SandboxFault } from '../../src/sandbox/api';
+import type { SandboxMode } from '../../src/targets/sandbox';
+import { ReplyState } from '../../workflows/search-attributes';
+import type { InjectorAction } from './injector';
+import type { Plan } from './plan';
+import type { SenderReport } from './sender';
+import type { System } from './system';
+
+/** States in which an event workflow has its outcome: finished, or waiting for a person. */
+const SETTLED = new Set([
+  'succeeded',
+  'duplicate',
+  'stale',
+  'discarded',
+  'failed',
+  'held',
+  'awaiting_approval',
+]);
+const AWAITING_OPERATOR = ['held', 'failed', 'awaiting_approval'];
+
+/** Which flavours must hold when a fault hits their send: the target can then neither dedupe nor find it. */
+export const HOLDS_ON: Record<SandboxFault, SandboxMode[]> = {
+  'drop-after-commit': ['sandbox-blind'],
+  'error-500': ['sandbox-blind', 'sandbox-lookup'],
+  slow: ['sandbox-blind'],
+  'unavailable-503': [],
+  'rate-limit-429': [],
+};
+/** A send cut off by a crash holds only where the target cannot dedupe on our key. */
+const CRASH_HOLDS_ON: SandboxMode[] = ['sandbox-blind', 'sandbox-lookup'];
+
+export interface HeldItem {
+  businessKey: string;
+  workflowId: string;
+  flavour: SandboxMode | 'unknown';
+  lastError: string | null;
+  /** What the injector did that explains it; undefined when nothing does. */
+  explanation?: string;
+}
+
+export interface ChaosReport {
+  sent: number;
+  acked: number;
+  deliveries: number;
+  requests: number;
+  answers: Record<string, number>;
+  notAcked: { eventId: string; why: string }[];
+  workflows: number;
+  workflowStates: Record<string, number>;
+  effects: Record<string, number>;
+  deliveredTwice: { businessKey: string; replies: number }[];
+  ackedWithoutOutcome: { eventId: string; why: string }[];
+  succeededNotAtTarget: string[];
+  messagesWithoutEffect: string[];
+  /** Faults that must end in held (the target could neither dedupe nor be asked) but nothing was held. */
+  guessedUnknowns: { conversationId: string; fault: SandboxFault }[];
+  faultsNotTaken: { conversationId: string; fault: string }[];
+  held: HeldItem[];
+  failed: { businessKey: string; lastError: string | null }[];
+  crashes: System['crashes'];
+  replyflowReconcileConsistent: boolean;
+  injector: InjectorAction[];
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const UNSETTLED_QUERY = `WorkflowType = "handleEvent" AND ExecutionStatus = "Running" AND ReplyState NOT IN (${AWAITING_OPERATOR.map((s) => `"${s}"`).join(', ')})`;
+
+/**
+ * Polls Temporal until no event workflow is still working (every one finished or waits for an
+ * operator) twice in a row, and at least `expected` event workflows exist.
+ */
+export async function waitUntilQuiet(
+  system: System,
+  expected: number,
+  timeoutMs: number,
+  progress: (line: string) => void,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let quietPolls = 0;
+  let lastLine = 0;
+  while (Date.now() < deadline) {
+    const counts = await Promise.all([
+      system.client.client.workflow.count(UNSETTLED_QUERY),
+      system.client.client.workflow.count('WorkflowType = "handleEvent"'),
+    ]).catch(() => undefined);
+    const [unsettled, all] = counts ? [counts[0].count, counts[1].count] : [-1, -1];
+    quietPolls = unsettled === 0 && all >= expected ? quietPolls + 1 : 0;
+    if (quietPolls >= 2) return;
+    if (Date.now() - lastLine > 10_000) {
+      lastLine = Date.now();
+      progress(
+        `waiting for quiet: ${unsettled} event workflows still working, ${all} of ${expected} started`,
+      );
+    }
+    await sleep(2000);
+  }
+  throw new Error(`the system did not become quiet within ${timeoutMs / 1000}s`);
+}
+
+async function eventWorkflows(system: System): Promise<Map<string, WorkflowExecutionInfo>> {
+  const byId = new Map<string, WorkflowExecutionInfo>();
+  for await (const info of system.client.client.workflow.list({ query: 'WorkflowType = "handleEvent"' }))
+    byId.set(info.workflowId, info);
+  return byId;
+}
+
+export async function reconcileRun(input: {
+  system: System;
+  plan: Plan;
+  sender: SenderReport;
+  injector: InjectorAction[];
+  startAt: number;
+}): Promise<ChaosReport> {
+  const { system, plan, sender, injector, startAt } = input;
+  const { pool } = system;
+  const flavourOf = new Map(plan.conversations.map((c) => [c.id, c.flavour]));
+  const ackedIds = Object.entries(sender.events)
+    .filter(([, t]) => t.acked)
+    .map(([id]) => id);
+  const answers: Record<string, number> = {};
+  for (const tally of Object.values(sender.events))
+    for (const [answer, n] of Object.entries(tally.answers)) answers[answer] = (answers[answer] ?? 0) + n;
+
+  const workflows = await eventWorkflows(system);
+  const workflowStates: Record<string, number> = {};
+  for (const info of workflows.values()) {
+    const state = info.typedSearchAttributes.get(ReplyState) ?? '(none)';
+    workflowStates[state] = (workflowStates[state] ?? 0) + 1;
+  }
+
+  const events = await pool.query<{ event_id: string; outcome: string | null }>(
+    `SELECT event_id, outcome FROM events WHERE provider = 'sandbox'`,
+  );
+  const outcomeOf = new Map(events.rows.map((r) => [r.event_id, r.outcome]));
+  const ackedWithoutOutcome: ChaosReport['ackedWithoutOutcome'] = [];
+  for (const eventId of ackedIds) {
+    const info = workflows.get(`webhook:sandbox:${eventId}`);
+    const state = info?.typedSearchAttributes.get(ReplyState);
+    const why = !info
+      ? 'no workflow'
+      : !outcomeOf.has(eventId)
+        ? 'no row in the event ledger'
+        : !state || !SETTLED.has(state)
+          ? `workflow still in state ${state ?? '(none)'}`
+          : info.status.name !== 'RUNNING' && !outcomeOf.get(eventId)
+            ? `workflow ${info.status.name.toLowerCase()} without an outcome in the ledger`
+            : info.status.name === 'RUNNING' && !AWAITING_OPERATOR.includes(state)
+              ? `workflow running in state ${state}`
+              : undefined;
+    if (why) ackedWithoutOutcome.push({ eventId, why });
+  }
+
+  const effectCounts = await pool.query<{ status: string; n: number }>(
+    'SELECT status, count(*)::int AS n FROM effects GROUP BY status',
+  );
+  const deliveredTwice = await pool.query<{ business_key: string; replies: number }>(
+    `SELECT coalesce(e.business_key, '(no effect) ' || m.reference) AS business_key, count(*)::int AS replies
+       FROM sandbox_messages m LEFT JOIN effects e ON e.id::text = m.reference
+      WHERE m.author = 'bot' GROUP BY 1 HAVING count(*) > 1`,
+  );
+  const notAtTarget = await pool.query<{ business_key: string }>(
+    `SELECT business_key FROM effects e WHERE status = 'succeeded'
+        AND NOT EXISTS (SELECT 1 FROM sandbox_messages m WHERE m.reference = e.id::text AND m.author = 'bot')`,
+  );
+  const effectKeys = await pool.query<{ business_key: string }>('SELECT business_key FROM effects');
+  const keys = new Set(effectKeys.rows.map((r) => r.business_key));
+  const ackedSet = new Set(ackedIds);
+  const messagesWithoutEffect = [
+    ...new Set(
+      plan.events
+        .filter((e) => ackedSet.has(e.eventId))
+        .map((e) => `chat:sandbox:${e.conversationId}:${e.messageId}:answer`)
+        .filter((key) => !keys.has(key)),
+    ),
+  ];
+
+  const heldRows = await pool.query<{
+    business_key: string;
+    workflow_id: string;
+    conversation_id: string;
+    last_error: string | null;
+    created_at: Date;
+    updated_at: Date;
+  }>(
+    `SELECT business_key, workflow_id, conversation_id, last_error, created_at, updated_at
+       FROM effects WHERE status = 'held' ORDER BY created_at`,
+  );
+  const held: HeldItem[] = heldRows.rows.map((row) => {
+    const flavour = flavourOf.get(row.conversation_id) ?? 'unknown';
+    const window = { from: row.created_at.getTime() - startAt, to: row.updated_at.getTime() - startAt };
+    return {
+      businessKey: row.business_key,
+      workflowId: row.workflow_id,
+      flavour,
+      lastError: row.last_error,
+      explanation: explain(row.conversation_id, flavour, window, injector),
+    };
+  });
+  const remainingFaults = await pool.query<{ conversation_id: string; fault: string }>(
+    'SELECT conversation_id, fault FROM sandbox_faults',
+  );
+  const notTaken = new Set(remainingFaults.rows.map((r) => `${r.conversation_id}/${r.fault}`));
+  const heldConversations = new Set(heldRows.rows.map((r) => r.conversation_id));
+  const guessedUnknowns = injector.flatMap((action) =>
+    action.kind === 'arm-fault' &&
+    HOLDS_ON[action.fault].includes(flavourOf.get(action.conversationId)!) &&
+    !notTaken.has(`${action.conversationId}/${action.fault}`) &&
+    !heldConversations.has(action.conversationId)
+      ? [{ conversationId: action.conversationId, fault: action.fault }]
+      : [],
+  );
+  const failedRows = await pool.query<{ business_key: string; last_error: string | null }>(
+    `SELECT business_key, last_error FROM effects WHERE status = 'failed'`,
+  );
+  const replyflowReconcile = await reconcile({
+    client: system.client.client,
+    pool,
+    namespace: 'default',
+    graceMs: 60_000,
+  });
+
+  return {
+    sent: Object.keys(sender.events).length,
+    acked: ackedIds.length,
+    deliveries: sender.deliveries,
+    requests: sender.requests,
+    answers,
+    notAcked: Object.entries(sender.events)
+      .filter(([, t]) => !t.acked)
+      .map(([eventId, t]) => ({ eventId, why: t.finalFailure ?? 'never answered' })),
+    workflows: workflows.size,
+    workflowStates,
+    effects: Object.fromEntries(effectCounts.rows.map((r) => [r.status, r.n])),
+    deliveredTwice: deliveredTwice.rows.map((r) => ({ businessKey: r.business_key, replies: r.replies })),
+    ackedWithoutOutcome,
+    succeededNotAtTarget: notAtTarget.rows.map((r) => r.business_key),
+    messagesWithoutEffect,
+    guessedUnknowns,
+    faultsNotTaken: remainingFaults.rows.map((r) => ({ conversationId: r.conversation_id, fault: r.fault })),
+    held,
+    failed: failedRows.rows.map((r) => ({ businessKey: r.business_key, lastError: r.last_error })),
+    crashes: system.crashes,
+    replyflowReconcileConsistent: replyflowReconcile.consistent,
+    injector,
+  };
+}
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+
+/** The injected action that explains a held effect, most specific first. */
+function explain(
+  conversationId: string,
+  flavour: SandboxMode | 'unknown',
+  window: { from: number; to: number },
+  injector: InjectorAction[],
+): string | undefined {
+  const open = (atMs: number) => atMs >= window.from - 1000 && atMs <= window.to + 1000;
+  const crashHolds = flavour !== 'unknown' && CRASH_HOLDS_ON.includes(flavour);
+  for (const action of injector) {
+    if (action.kind === 'kill-in-flight' && action.conversationId === conversationId && crashHolds)
+      return `its send was in flight (reply committed, answer held) when worker pid ${action.pid} was SIGKILLed at ${seconds(action.atMs)}`;
+  }
+  for (const action of injector) {
+    if (
+      action.kind === 'arm-fault' &&
+      action.conversationId === conversationId &&
+      flavour !== 'unknown' &&
+      HOLDS_ON[action.fault].includes(flavour)
+    )
+      return `fault ${action.fault} armed on its conversation at ${seconds(action.atMs)}`;
+  }
+  for (const action of injector) {
+    if (action.kind === 'kill-worker' && crashHolds && open(action.atMs))
+      return `worker pid ${action.pid} SIGKILLed at ${seconds(action.atMs)} while this effect was open`;
+    if (
+      action.kind === 'restart-postgres' &&
+      crashHolds &&
+      action.atMs <= window.to + 1000 &&
+      action.upAtMs >= window.from - 1000
+    )
+      return `PostgreSQL restarted (${seconds(action.atMs)}–${seconds(action.upAtMs)}) while this effect was open`;
+  }
+  return undefined;
+}
+
+/** The rows that must be 0, with their values: the run fails when any is not. */
+export function mustBeZero(report: ChaosReport): [string, number][] {
+  return [
+    ['effects delivered twice', report.deliveredTwice.length],
+    ['acked events with no outcome', report.ackedWithoutOutcome.length],
+    ['succeeded effects the target never received', report.succeededNotAtTarget.length],
+    ['acked messages with no effect', report.messagesWithoutEffect.length],
+    ['holding faults taken with nothing held (guessed)', report.guessedUnknowns.length],
+    ['held items no injected fault explains', report.held.filter((h) => !h.explanation).length],
+    ['processes that crashed on their own', report.crashes.length],
+  ];
+}
+
+export function passed(report: ChaosReport): boolean {
+  return mustBeZero(report).every(([, n]) => n === 0);
+}
+
+export function formatReport(report: ChaosReport, title: string): string {
+  const states = Object.entries(report.workflowStates)
+    .sort((a, b) => b[1] - a[1])
+    .map(([s, n]) => `${s} ${n}`)
+    .join(', ');
+  const answers = Object.entries(report.answers)
+    .sort((a, b) => b[1] - a[1])
+    .map(([a, n]) => `${a}×${n}`)
+    .join(', ');
+  const rows: [string, string][] = [
+    ['events sent by the senders (distinct event ids)', String(report.sent)],
+    ['events acked (2xx at least once)', String(report.acked)],
+    ['deliveries / HTTP requests (answers)', `${report.deliveries} / ${report.requests} (${answers})`],
+    ['workflows', `${report.workflows} (${states})`],
+    ['effects succeeded', String(report.effects.succeeded ?? 0)],
+    ['effects held', String(report.effects.held ?? 0)],
+    ['effects failed', String(report.effects.failed ?? 0)],
+    ...mustBeZero(report).map(([name, n]): [string, string] => [`${name} (must be 0)`, String(n)]),
+    ['replyflow reconcile', report.replyflowReconcileConsistent ? 'consistent' : 'INCONSISTENT'],
+  ];
+  const width = Math.max(...rows.map(([name]) => name.length));
+  const lines = [title, ...rows.map(([name, value]) => `  ${name.padEnd(width)}  ${value}`)];
+  if (report.held.length > 0) {
+    lines.push('', 'held items and the injected fault that explains each:');
+    for (const h of report.held)
+      lines.push(
+        `  ${h.businessKey} (${h.flavour}): ${h.explanation ?? `UNEXPLAINED (last error: ${h.lastError})`}`,
+      );
+  }
+  const problems: string[] = [
+    ...report.deliveredTwice.map((d) => `delivered ${d.replies}×: ${d.businessKey}`),
+    ...report.ackedWithoutOutcome.map((a) => `acked, no outcome: ${a.eventId} (${a.why})`),
+    ...report.succeededNotAtTarget.map((k) => `succeeded but not at the target: ${k}`),
+    ...report.messagesWithoutEffect.map((k) => `acked message without an effect: ${k}`),
+    ...report.guessedUnknowns.map((g) => `${g.fault} taken on ${g.conversationId}, nothing held`),
+    ...report.crashes.map((c) => `${c.role} ${c.slot} (pid ${c.pid}) exited ${c.code}:\n${c.logTail}`),
+    ...report.failed.map((f) => `failed: ${f.businessKey} (${f.lastError})`),
+    ...report.notAcked.map((n) => `not acked: ${n.eventId} (${n.why})`),
+    ...report.faultsNotTaken.map((f) => `fault ${f.fault} on ${f.conversationId} was never taken`),
+  ];
+  if (problems.length > 0) lines.push('', 'details:', ...problems.slice(0, 50).map((p) => `  ${p}`));
+  return lines.join('\n');
+}
+
+export function formatInjectorLog(actions: InjectorAction[]): string {
+  return actions
+    .slice()
+    .sort((a, b) => a.atMs - b.atMs)
+    .map((a) => {
+      const at = seconds(a.atMs).padStart(8);
+      switch (a.kind) {
+        case 'arm-fault':
+          return `${at}  armed ${a.fault} on ${a.conversationId}`;
+        case 'kill-worker':
+          return `${at}  SIGKILL worker ${a.slot} (pid ${a.pid})`;
+        case 'kill-in-flight':
+          return `${at}  SIGKILL worker ${a.slot} (pid ${a.pid}) with the send of ${a.conversationId} in flight`;
+        case 'in-flight-missed':
+          return `${at}  no in-flight send seen for ${a.conversationId}: ${a.why}`;
+        case 'worker-started':
+          return `${at}  worker ${a.slot} started again (pid ${a.pid})`;
+        default:
+          return `${at}  ${a.kind === 'restart-temporal' ? 'Temporal dev server' : 'PostgreSQL'} down, up again at ${seconds(a.upAtMs)}`;
+      }
+    })
+    .join('\n');
+}

@@ -1,0 +1,142 @@
+// One chaos run, end to end: start the system, send the planned webhooks from a separate process while
+// the injector breaks things, wait until everything settled, and reconcile. `npm run chaos` and the
+// reduced run in CI (test/integration/chaos.test.ts) both call `runChaos`.
+import { randomInt } from 'node:crypto';
+import { Injector, type InjectorOptions } from './injector';
+import { buildPlan, seededRandom } from './plan';
+import { type ChaosReport, passed, reconcileRun, waitUntilQuiet } from './report';
+import { forkSender } from './sender';
+import { SYSTEM_SECRET, System } from './system';
+
+export interface ChaosOptions extends InjectorOptions {
+  /** Distinct event ids (a share of them second ids for an already planned message). */
+  events: number;
+  dup: number;
+  sameMessageShare: number;
+  ratePerSecond: number;
+  laterMaxMs: number;
+  receivers: number;
+  workers: number;
+  /** SEND_TIMEOUT of the workers: a send attempt's timeout and lease. */
+  sendTimeout: string;
+  seed: number;
+  /** How long to wait for the system to settle after the last delivery. */
+  quietTimeoutMs: number;
+  /** Keep the run's directory (logs, data) even when the run passed. */
+  keep: boolean;
+  log: (line: string) => void;
+}
+
+export const DEFAULT_CHAOS: Omit<ChaosOptions, 'seed' | 'log'> = {
+  events: 2000,
+  dup: 3,
+  sameMessageShare: 0.1,
+  ratePerSecond: 25,
+  laterMaxMs: 120_000,
+  receivers: 2,
+  workers: 2,
+  sendTimeout: '10s',
+  faultsPerKind: 6,
+  inflightKills: 3,
+  killEveryMs: 20_000,
+  restartTemporal: true,
+  restartPostgres: true,
+  downMs: 3000,
+  quietTimeoutMs: 20 * 60_000,
+  keep: false,
+};
+
+export interface ChaosResult {
+  report: ChaosReport;
+  passed: boolean;
+  elapsedMs: number;
+  /** The run's directory when kept (failed runs are always kept). */
+  dir?: string;
+}
+
+export function newSeed(): number {
+  return randomInt(2 ** 31);
+}
+
+export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
+  const began = Date.now();
+  const random = seededRandom(options.seed);
+  const log = (line: string) =>
+    options.log(`[${((Date.now() - began) / 1000).toFixed(0).padStart(4)} s] ${line}`);
+  log(
+    `starting PostgreSQL, the Temporal dev server, ${options.receivers} receivers, ${options.workers} workers`,
+  );
+  const system = await System.start({
+    receivers: options.receivers,
+    workers: options.workers,
+    env: { SEND_TIMEOUT: options.sendTimeout },
+  });
+  let keep = options.keep;
+  try {
+    const startAt = Date.now() + 2000;
+    const plan = buildPlan(
+      {
+        events: options.events,
+        dup: options.dup,
+        sameMessageShare: options.sameMessageShare,
+        ratePerSecond: options.ratePerSecond,
+        laterMaxMs: options.laterMaxMs,
+        receivers: options.receivers,
+        runId: options.seed.toString(36),
+        startedAt: startAt,
+      },
+      random,
+    );
+    log(
+      `sending ${plan.events.length} events in ${plan.deliveries.length} deliveries over ${plan.conversations.length} conversations (${(plan.sendWindowMs / 1000).toFixed(0)} s of first deliveries)`,
+    );
+    const sender = forkSender({
+      deliveries: plan.deliveries,
+      receiverUrls: system.receiverUrls,
+      secret: SYSTEM_SECRET,
+      startAt,
+      giveUpMs: 15 * 60_000,
+      concurrency: 64,
+      requestTimeoutMs: 10_000,
+    });
+    const deadline = startAt + plan.sendWindowMs + options.laterMaxMs + options.quietTimeoutMs;
+    const injector = new Injector(system, options, random, startAt, deadline);
+    injector.start(plan.conversations, plan.events.filter((e) => !e.secondId).length);
+    const ticker = setInterval(
+      () =>
+        log(
+          `delivered ${sender.done()} of ${plan.deliveries.length}; ${Math.round(injector.progress() * 100)}% of messages settled; ${injector.log.length} injector actions`,
+        ),
+      15_000,
+    );
+    let senderReport: Awaited<typeof sender.report>;
+    try {
+      senderReport = await sender.report;
+      const acked = Object.values(senderReport.events).filter((e) => e.acked).length;
+      log(
+        `senders done: ${acked} of ${plan.events.length} events acked; the injector goes on while work settles`,
+      );
+      await injector.finish();
+    } finally {
+      clearInterval(ticker);
+    }
+    const acked = Object.values(senderReport.events).filter((e) => e.acked).length;
+    await waitUntilQuiet(system, acked, options.quietTimeoutMs, log);
+    const report = await reconcileRun({
+      system,
+      plan,
+      sender: senderReport,
+      injector: injector.log,
+      startAt,
+    });
+    const ok = passed(report);
+    keep ||= !ok;
+    return { report, passed: ok, elapsedMs: Date.now() - began, dir: keep ? system.dir : undefined };
+  } catch (err) {
+    keep = true;
+    throw new Error(`${(err as Error).message} (logs and data kept in ${system.dir})`);
+  } finally {
+    await system.stop();
+    if (!keep) system.remove();
+  }
+}

@@ -1,0 +1,288 @@
+// The whole system as a deployment runs it, started by the chaos run and the system benchmark: a
+// Temporal dev server on a SQLite file and an embedded PostgreSQL (both restartable on the same port
+// and data), and `replyflow receiver` / `replyflow worker` as child processes that can be killed.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { temporal as proto } from '@temporalio/proto';
+import { migrate } from '../../src/db/migrate';
+import { createPool, type Pool } from '../../src/db/pool';
+import { type EmbeddedPostgres, freePort, startEmbeddedPostgres } from '../../src/embedded/postgres';
+import { PROJECT_ROOT } from '../../src/temporal/binaries';
+import { connectClient, type TemporalClient } from '../../src/temporal/client';
+import { type DevServer, startDevServer } from '../../src/temporal/dev-server';
+
+const { TaskQueueType, TaskQueueKind } = proto.api.enums.v1;
+const BIN = path.join(PROJECT_ROOT, 'bin', 'replyflow.js');
+
+export const SYSTEM_SECRET = 'whsec_cmVwbHlmbG93LWNoYW9zLXJ1bi1zZWNyZXQ=';
+export const SYSTEM_ENCRYPTION_KEY = Buffer.alloc(32, 11).toString('base64');
+export const SYSTEM_TASK_QUEUE = 'replyflow';
+
+export interface SystemOptions {
+  receivers: number;
+  workers: number;
+  /** Settings for every receiver and worker (SEND_TIMEOUT, TURN_GATHER, …) on top of the defaults. */
+  env?: Record<string, string>;
+  /** Settings for workers only (e.g. concurrency limits under test). */
+  workerEnv?: Record<string, string>;
+}
+
+/** A `replyflow receiver|worker` child process; its output goes to a log file in the run's directory. */
+export interface RoleProcess {
+  role: 'receiver' | 'worker';
+  /** Which receiver or worker slot this process fills (a restarted worker takes the same slot). */
+  slot: number;
+  child: ChildProcess;
+  pid: number;
+  logFile: string;
+  exited: Promise<number | null>;
+  /** Set before we kill or stop it on purpose, so that its exit is not reported as a crash. */
+  expectedExit: boolean;
+}
+
+/** Thrown when a part of the system does not come up, with the tail of its log. */
+export class SystemStartError extends Error {
+  override name = 'SystemStartError';
+}
+
+async function waitFor(what: string, probe: () => Promise<boolean>, timeoutMs: number, guard?: () => void) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    guard?.();
+    if (await probe().catch(() => false)) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new SystemStartError(`timed out after ${timeoutMs / 1000}s waiting for ${what}`);
+}
+
+export class System {
+  readonly receivers: RoleProcess[] = [];
+  readonly workers: RoleProcess[] = [];
+  /** Processes that exited without being asked to (a crash is a finding, not noise). */
+  readonly crashes: { role: string; slot: number; pid: number; code: number | null; logTail: string }[] = [];
+  temporal!: DevServer;
+  postgres!: EmbeddedPostgres;
+  pool!: Pool;
+  client!: TemporalClient;
+  receiverUrls: string[] = [];
+  private temporalPort = 0;
+  private postgresPort = 0;
+
+  private constructor(
+    readonly dir: string,
+    private readonly options: SystemOptions,
+  ) {}
+
+  static async start(options: SystemOptions): Promise<System> {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'replyflow-system-'));
+    // As root, PostgreSQL runs as its own user and must reach the data dir.
+    chmodSync(dir, 0o755);
+    const system = new System(dir, options);
+    try {
+      await system.boot();
+    } catch (err) {
+      await system.stop();
+      throw err;
+    }
+    return system;
+  }
+
+  get temporalAddress(): string {
+    return `127.0.0.1:${this.temporalPort}`;
+  }
+
+  get databaseUrl(): string {
+    return this.postgres.url;
+  }
+
+  get sandboxApiUrl(): string {
+    return `${this.receiverUrls[0]}/sandbox/api`;
+  }
+
+  private async boot(): Promise<void> {
+    mkdirSync(path.join(this.dir, 'logs'));
+    const [postgres, temporal] = await Promise.all([
+      startEmbeddedPostgres({ dir: path.join(this.dir, 'postgres') }),
+      startDevServer({ port: 0, dbFile: path.join(this.dir, 'temporal.sqlite') }),
+    ]);
+    this.postgres = postgres;
+    this.temporal = temporal;
+    this.postgresPort = Number(new URL(postgres.url).port);
+    this.temporalPort = temporal.port;
+    this.pool = createPool(postgres.url, 5);
+    await migrate(this.pool);
+    this.client = await connectClient(this.temporalAddress, 'default', SYSTEM_ENCRYPTION_KEY);
+    const ports = await Promise.all(Array.from({ length: this.options.receivers }, () => freePort()));
+    this.receiverUrls = ports.map((port) => `http://127.0.0.1:${port}`);
+    ports.forEach((port, slot) => {
+      this.receivers.push(this.spawnRole('receiver', slot, { PORT: String(port) }));
+    });
+    for (let slot = 0; slot < this.options.workers; slot++)
+      this.workers.push(this.spawnRole('worker', slot, this.options.workerEnv));
+    await Promise.all([
+      ...this.receivers.map((r, i) => this.waitForReceiver(r, this.receiverUrls[i]!)),
+      ...this.workers.map((w) => this.waitForWorker(w)),
+    ]);
+  }
+
+  private roleEnv(): Record<string, string> {
+    return {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? os.tmpdir(),
+      TEMPORAL_ADDRESS: this.temporalAddress,
+      DATABASE_URL: this.postgres.url,
+      REPLYFLOW_ENCRYPTION_KEY: SYSTEM_ENCRYPTION_KEY,
+      REPLYFLOW_DATA_DIR: path.join(this.dir, 'data'),
+      TEMPORAL_TASK_QUEUE: SYSTEM_TASK_QUEUE,
+      SANDBOX_WEBHOOK_SECRET: SYSTEM_SECRET,
+      SANDBOX_API_URL: this.sandboxApiUrl,
+      // Several workers on one machine: none of them may claim the default metrics port.
+      WORKER_METRICS_PORT: '0',
+      LOG_LEVEL: 'warn',
+      REPLYFLOW_SDK_LOG_LEVEL: 'ERROR',
+      ...this.options.env,
+    };
+  }
+
+  private spawnRole(role: RoleProcess['role'], slot: number, env: Record<string, string> = {}): RoleProcess {
+    const logFile = path.join(this.dir, 'logs', `${role}-${slot}-${Date.now()}.log`);
+    const fd = openSync(logFile, 'a');
+    const child = spawn(process.execPath, [BIN, role], {
+      cwd: PROJECT_ROOT,
+      env: { ...this.roleEnv(), ...env },
+      stdio: ['ignore', fd, fd],
+    });
+    closeSync(fd);
+    const proc: RoleProcess = {
+      role,
+      slot,
+      child,
+      pid: child.pid ?? -1,
+      logFile,
+      expectedExit: false,
+      exited: new Promise((resolve) => child.once('exit', (code) => resolve(code))),
+    };
+    void proc.exited.then((code) => {
+      if (!proc.expectedExit)
+        this.crashes.push({ role, slot, pid: proc.pid, code, logTail: logTail(proc.logFile) });
+    });
+    return proc;
+  }
+
+  private guard(proc: RoleProcess): () => void {
+    return () => {
+      if (proc.child.exitCode !== null || proc.child.signalCode !== null)
+        throw new SystemStartError(
+          `${proc.role} ${proc.slot} exited (${proc.child.exitCode ?? proc.child.signalCode}) while starting:\n${logTail(proc.logFile)}`,
+        );
+    };
+  }
+
+  private async waitForReceiver(proc: RoleProcess, url: string): Promise<void> {
+    await waitFor(
+      `receiver ${proc.slot} at ${url}`,
+      async () => (await fetch(`${url}/healthz`)).ok,
+      120_000,
+      this.guard(proc),
+    );
+  }
+
+  /** A worker is ready once Temporal lists it (by pid) as a poller of both the workflow and activity queues. */
+  async waitForWorker(proc: RoleProcess, timeoutMs = 180_000): Promise<void> {
+    const identity = `${proc.pid}@`;
+    for (const taskQueueType of [
+      TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+      TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+    ]) {
+      await waitFor(
+        `worker ${proc.slot} (pid ${proc.pid}) to poll`,
+        async () => {
+          const { pollers } = await this.client.connection.workflowService.describeTaskQueue({
+            namespace: 'default',
+            taskQueue: { name: SYSTEM_TASK_QUEUE, kind: TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+            taskQueueType,
+          });
+          return pollers.some((p) => p.identity?.startsWith(identity));
+        },
+        timeoutMs,
+        this.guard(proc),
+      );
+    }
+  }
+
+  /** SIGKILLs a worker (no shutdown, no goodbye to Temporal) and waits until the process is gone. */
+  async killWorker(slot: number): Promise<RoleProcess> {
+    const proc = this.workers[slot]!;
+    proc.expectedExit = true;
+    proc.child.kill('SIGKILL');
+    await proc.exited;
+    return proc;
+  }
+
+  /** Starts a fresh worker process in the slot and waits until it polls. */
+  async startWorker(slot: number): Promise<RoleProcess> {
+    const proc = this.spawnRole('worker', slot, this.options.workerEnv);
+    this.workers[slot] = proc;
+    await this.waitForWorker(proc);
+    return proc;
+  }
+
+  workerByPid(pid: number): RoleProcess | undefined {
+    return this.workers.find(
+      (w) => w.pid === pid && w.child.exitCode === null && w.child.signalCode === null,
+    );
+  }
+
+  /** Stops the dev server (SIGTERM) and starts it again on the same port and SQLite file. */
+  async restartTemporal(downMs: number): Promise<void> {
+    await this.temporal.stop();
+    if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
+    this.temporal = await startDevServer({
+      port: this.temporalPort,
+      dbFile: path.join(this.dir, 'temporal.sqlite'),
+    });
+  }
+
+  /** Stops PostgreSQL (fast shutdown: sessions are cut) and starts it again on the same port and data. */
+  async restartPostgres(downMs: number): Promise<void> {
+    await this.postgres.stop();
+    if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
+    this.postgres = await startEmbeddedPostgres({
+      dir: path.join(this.dir, 'postgres'),
+      port: this.postgresPort,
+    });
+  }
+
+  async stop(): Promise<void> {
+    const roles = [...this.receivers, ...this.workers];
+    await Promise.all(roles.map((proc) => stopRole(proc)));
+    await this.client?.close().catch(() => {});
+    await this.pool?.end().catch(() => {});
+    await this.temporal?.stop().catch(() => {});
+    await this.postgres?.stop().catch(() => {});
+  }
+
+  /** Deletes the run's directory (logs, SQLite file, PostgreSQL data). */
+  remove(): void {
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+async function stopRole(proc: RoleProcess): Promise<void> {
+  if (proc.child.exitCode !== null || proc.child.signalCode !== null) return;
+  proc.expectedExit = true;
+  const killer = setTimeout(() => proc.child.kill('SIGKILL'), 20_000);
+  proc.child.kill('SIGTERM');
+  await proc.exited;
+  clearTimeout(killer);
+}
+
+export function logTail(file: string, lines = 15): string {
+  try {
+    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
