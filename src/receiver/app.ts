@@ -48,6 +48,8 @@ interface RequestLocals {
 export function createReceiverApp(deps: ReceiverDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
+  // Answers to senders are never cached or revalidated: hashing each body for an ETag is waste.
+  app.set('etag', false);
   const providers = new Map(deps.providers.map((p) => [p.name, p]));
   // Every series exists from the start, so a dashboard's rate() sees the first request of each kind.
   for (const provider of [...providers.keys(), UNKNOWN_PROVIDER])
