@@ -13,6 +13,8 @@ declare module 'autocannon' {
     amount?: number;
     duration?: number;
     overallRate?: number;
+    /** Time each request from its sending rather than from when the rate said it was due. */
+    ignoreCoordinatedOmission?: boolean;
     requests?: Request[];
   }
   interface Histogram {

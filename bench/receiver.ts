@@ -5,9 +5,9 @@
 // (`file`: SQLite on disk, as `npm start` runs it; `memory`: no disk, the server's ceiling). The
 // receiver runs in a child process of its own, as in production, so that the load generator does not
 // share its event loop.
-import { type ChildProcess, fork } from 'node:child_process';
+import { type ChildProcess, execFileSync, fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -30,6 +30,10 @@ import type { handleEvent } from '../workflows';
 const SECRET = 'whsec_cmVwbHlmbG93LWJlbmNobWFyay1zZWNyZXQ=';
 const ENCRYPTION_KEY = Buffer.alloc(32, 9).toString('base64');
 const TASK_QUEUE = 'bench';
+/** Linux's USER_HZ, the unit of /proc/<pid>/stat CPU times. */
+const CLOCK_TICKS = 100;
+/** Connections (and raw loops) of the fixed-rate run. */
+const STEADY_CONNECTIONS = 10;
 const STORES = ['memory', 'file'] as const;
 type Store = (typeof STORES)[number];
 
@@ -49,8 +53,45 @@ interface Figures {
   perSecond: number;
   p50: number;
   p99: number;
+  /** Operations completed. */
+  count: number;
   /** Requests the receiver did not acknowledge, by status (503 when a start missed its deadline). */
   refused?: string;
+  /** CPU milliseconds per completed operation, by process. */
+  cpu?: Record<string, number>;
+}
+
+/** User + system CPU milliseconds a process has used so far (Linux /proc; NaN elsewhere). */
+function cpuMs(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** Runs a measurement and adds the CPU each process spent per completed operation. */
+async function withCpu(pids: Record<string, number>, run: () => Promise<Figures>): Promise<Figures> {
+  const before = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, cpuMs(pid)]));
+  const figures = await run();
+  figures.cpu = Object.fromEntries(
+    Object.entries(pids).map(([name, pid]) => [name, (cpuMs(pid) - before[name]!) / figures.count]),
+  );
+  return figures;
+}
+
+/** The dev server's process, found by its port (the CLI runs it as a child we do not hold). */
+function devServerPid(port: number): number {
+  try {
+    return Number(
+      execFileSync('pgrep', ['-f', `start-dev --ip 127.0.0.1 --port ${port} `])
+        .toString()
+        .trim(),
+    );
+  } catch {
+    return Number.NaN;
+  }
 }
 
 function options(): Options {
@@ -128,6 +169,7 @@ async function rawStarts(client: Client, seconds: number, concurrency: number): 
   const elapsed = (performance.now() - began) / 1000;
   latencies.sort((a, b) => a - b);
   return {
+    count: latencies.length,
     perSecond: latencies.length / elapsed,
     p50: percentile(latencies, 50),
     p99: percentile(latencies, 99),
@@ -135,29 +177,37 @@ async function rawStarts(client: Client, seconds: number, concurrency: number): 
 }
 
 /**
- * Starts at a fixed rate whatever the answers (open loop), each timed from when it was due: the
- * floor under the receiver's latency at the same rate.
+ * `loops` loops start workflows at `rate` per second in all, each start timed from when it was sent,
+ * a loop waiting for its answer before the next: the shape autocannon gives the receiver with
+ * `connections` and `overallRate`. A loop that falls behind does not catch up.
  */
-async function rawStartsAtRate(client: Client, rate: number, seconds: number): Promise<Figures> {
+async function rawStartsPaced(
+  client: Client,
+  rate: number,
+  seconds: number,
+  loops: number,
+): Promise<Figures> {
   const latencies: number[] = [];
   const began = performance.now();
-  const starts: Promise<void>[] = [];
-  for (let i = 0; i < rate * seconds; i++) {
-    const due = began + (i * 1000) / rate;
-    const wait = due - performance.now();
-    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-    const event = eventFor(signedMessage());
-    starts.push(
-      client.workflow
-        .start<typeof handleEvent>('handleEvent', eventStartOptions(event, TASK_QUEUE))
-        .then(() => {
-          latencies.push(performance.now() - due);
-        }),
-    );
-  }
-  await Promise.all(starts);
+  const until = began + seconds * 1000;
+  const interval = (1000 * loops) / rate;
+  await Promise.all(
+    Array.from({ length: loops }, async (_, i) => {
+      let due = began + (i * 1000) / rate;
+      while (due < until) {
+        const wait = due - performance.now();
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+        const event = eventFor(signedMessage());
+        const t = performance.now();
+        await client.workflow.start<typeof handleEvent>('handleEvent', eventStartOptions(event, TASK_QUEUE));
+        latencies.push(performance.now() - t);
+        due = Math.max(due + interval, performance.now());
+      }
+    }),
+  );
   latencies.sort((a, b) => a - b);
   return {
+    count: latencies.length,
     perSecond: latencies.length / ((performance.now() - began) / 1000),
     p50: percentile(latencies, 50),
     p99: percentile(latencies, 99),
@@ -167,7 +217,7 @@ async function rawStartsAtRate(client: Client, rate: number, seconds: number): P
 /** autocannon against the receiver: every request a new, validly signed event. */
 async function receiverAcks(
   url: string,
-  load: { duration: number; connections: number; overallRate?: number },
+  load: { duration: number; connections: number; overallRate?: number; ignoreCoordinatedOmission?: boolean },
 ): Promise<Figures> {
   const result = await autocannon({
     url,
@@ -189,6 +239,7 @@ async function receiverAcks(
   if (result.errors > 0) refused.push(`${result.errors} errors`);
   if (result.timeouts > 0) refused.push(`${result.timeouts} timeouts`);
   return {
+    count: result['2xx'],
     perSecond: result['2xx'] / result.duration,
     p50: result.latency.p50,
     p99: result.latency.p99,
@@ -240,6 +291,10 @@ async function serve(): Promise<void> {
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const fixed = (n: number, digits = 0) => n.toFixed(digits);
+const cpuText = (f: Figures) =>
+  Object.entries(f.cpu ?? {})
+    .map(([name, ms]) => `${name} ${fixed(ms, 2)}`)
+    .join(', ');
 const latency = (f: Figures) => `p50 ${fixed(f.p50, 1)} ms, p99 ${fixed(f.p99, 1)} ms`;
 
 /** Rounds of raw starts then receiver acks on one dev server, then the steady-rate run. */
@@ -273,6 +328,7 @@ async function measure(
     stops.unshift(() => connection.close());
     const client = new Client({ connection, dataConverter: dataConverter(ENCRYPTION_KEY) });
 
+    const pids = { server: devServerPid(server.port), receiver: child.pid!, bench: process.pid };
     console.log(`\n[${store}] dev server ${store === 'file' ? 'on a SQLite file' : 'in memory'}`);
     // Warm both paths (JIT, connections, the server's caches) before measuring.
     await rawStarts(client, 3, opts.concurrency);
@@ -281,24 +337,31 @@ async function measure(
     const raw: Figures[] = [];
     const acks: Figures[] = [];
     for (let round = 1; round <= opts.rounds; round++) {
-      const r = await rawStarts(client, opts.seconds, opts.concurrency);
-      const a = await receiverAcks(url, { duration: opts.seconds, connections: opts.concurrency });
+      const r = await withCpu(pids, () => rawStarts(client, opts.seconds, opts.concurrency));
+      const a = await withCpu(pids, () =>
+        receiverAcks(url, { duration: opts.seconds, connections: opts.concurrency }),
+      );
       raw.push(r);
       acks.push(a);
       console.log(
         `  round ${round}: raw ${fixed(r.perSecond)} starts/s (${latency(r)}); receiver ${fixed(a.perSecond)} acks/s ` +
           `(${latency(a)})${a.refused ? ` [not acknowledged: ${a.refused}]` : ''}; ratio ${fixed(a.perSecond / r.perSecond, 2)}`,
       );
+      console.log(`    CPU ms per raw start: ${cpuText(r)}; per ack: ${cpuText(a)}`);
     }
-    const rawSteady = await rawStartsAtRate(client, opts.rate, opts.rateSeconds);
-    console.log(`  raw starts at ${opts.rate}/s for ${opts.rateSeconds} s: ${latency(rawSteady)}`);
+    // Both paced the same way and timed from sending; the achieved rate says whether it held.
+    const rawSteady = await rawStartsPaced(client, opts.rate, opts.rateSeconds, STEADY_CONNECTIONS);
+    console.log(
+      `  raw starts paced at ${opts.rate}/s for ${opts.rateSeconds} s: ${fixed(rawSteady.perSecond)} starts/s (${latency(rawSteady)})`,
+    );
     const steady = await receiverAcks(url, {
       duration: opts.rateSeconds,
-      connections: 10,
+      connections: STEADY_CONNECTIONS,
       overallRate: opts.rate,
+      ignoreCoordinatedOmission: true,
     });
     console.log(
-      `  ${opts.rate} req/s for ${opts.rateSeconds} s: ${fixed(steady.perSecond)} acks/s (${latency(steady)})` +
+      `  receiver paced at ${opts.rate} req/s for ${opts.rateSeconds} s: ${fixed(steady.perSecond)} acks/s (${latency(steady)})` +
         `${steady.refused ? ` [not acknowledged: ${steady.refused}]` : ''}`,
     );
     const ratios = acks.map((a, i) => a.perSecond / raw[i]!.perSecond);
@@ -309,8 +372,8 @@ async function measure(
       fixed(median(acks.map((a) => a.perSecond))),
       `${fixed(median(acks.map((a) => a.p50)), 1)} / ${fixed(median(acks.map((a) => a.p99)), 1)}`,
       fixed(median(ratios), 2),
-      `${fixed(steady.p99, 1)}${steady.refused ? ' (some refused)' : ''}`,
-      fixed(rawSteady.p99, 1),
+      `${fixed(steady.p99, 1)} at ${fixed(steady.perSecond)}/s${steady.refused ? ' (some refused)' : ''}`,
+      `${fixed(rawSteady.p99, 1)} at ${fixed(rawSteady.perSecond)}/s`,
     ];
   } finally {
     for (const stop of stops) await stop().catch(() => {});
