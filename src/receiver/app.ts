@@ -100,9 +100,14 @@ export function createReceiverApp(deps: ReceiverDeps): express.Express {
       res.setHeader('x-request-id', correlationId);
       res.status(status).json(body);
     };
-    // Answered without reading the body: the connection cannot be reused for a next request.
+    // Answered before reading the body. Node discards a body the handler left unread so that the
+    // connection can carry the next request; that is fine for one within the limit. A larger or
+    // unbounded one is not read at all: the connection closes after the answer (closing with a
+    // small body still unread could reset the connection before the sender reads our answer).
     const refuseUnread = (status: number, body: unknown) => {
-      res.setHeader('connection', 'close');
+      const declared = Number(req.headers['content-length'] ?? 0);
+      if (declared > deps.bodyLimit || req.headers['transfer-encoding'] !== undefined)
+        res.setHeader('connection', 'close');
       answer('invalid', status, body);
     };
 
