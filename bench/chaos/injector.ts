@@ -56,6 +56,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export class Injector {
   readonly log: InjectorAction[] = [];
   private readonly tasks: Promise<void>[] = [];
+  /** Actions that failed (a worker that would not come back); `finish()` reports the first. */
+  private readonly errors: Error[] = [];
   /** Worker kills and restarts take turns, so that at least one worker is always up. */
   private workerLock: Promise<unknown> = Promise.resolve();
   /** Share of the planned messages whose effect has settled (0 to 1). */
@@ -88,7 +90,7 @@ export class Injector {
 
   /** Schedules every action: faults by the plan's clock, restarts and kills by the work settled. */
   start(conversations: PlannedConversation[], messages: number): void {
-    this.tasks.push(this.trackProgress(messages));
+    this.schedule(this.trackProgress(messages));
     const free = [...conversations].sort(() => this.random() - 0.5);
     const take = (flavourIndex: number) => {
       const flavour = ['sandbox-blind', 'sandbox-lookup', 'sandbox'][flavourIndex % 3];
@@ -100,15 +102,19 @@ export class Injector {
     for (const fault of ARMED_FAULTS) {
       for (let i = 0; i < this.options.faultsPerKind; i++) {
         const conversation = take(armed++);
-        if (conversation) this.tasks.push(this.armBefore(conversation, fault));
+        if (conversation) this.schedule(this.armBefore(conversation, fault));
       }
     }
     for (let i = 0; i < this.options.inflightKills; i++) {
       const conversation = take(i);
-      if (conversation) this.tasks.push(this.killInFlight(conversation));
+      if (conversation) this.schedule(this.killInFlight(conversation));
     }
-    this.tasks.push(this.restarts());
-    if (this.options.killEveryMs > 0) this.tasks.push(this.randomKills());
+    this.schedule(this.restarts());
+    if (this.options.killEveryMs > 0) this.schedule(this.randomKills());
+  }
+
+  private schedule(action: Promise<void>): void {
+    this.tasks.push(action.catch((err: Error) => void this.errors.push(err)));
   }
 
   /** Share of the planned messages whose effect has settled, as last counted. */
@@ -122,6 +128,7 @@ export class Injector {
     this.finished = true;
     await this.tasks[0];
     await this.workerLock;
+    if (this.errors[0]) throw this.errors[0];
   }
 
   private async trackProgress(messages: number): Promise<void> {

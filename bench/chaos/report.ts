@@ -63,6 +63,7 @@ export interface ChaosReport {
   held: HeldItem[];
   failed: { businessKey: string; lastError: string | null }[];
   crashes: System['crashes'];
+  failedStarts: System['failedStarts'];
   replyflowReconcileConsistent: boolean;
   injector: InjectorAction[];
 }
@@ -246,6 +247,7 @@ export async function reconcileRun(input: {
     held,
     failed: failedRows.rows.map((r) => ({ businessKey: r.business_key, lastError: r.last_error })),
     crashes: system.crashes,
+    failedStarts: system.failedStarts,
     replyflowReconcileConsistent: replyflowReconcile.consistent,
     injector,
   };
@@ -345,6 +347,10 @@ export function formatReport(report: ChaosReport, title: string): string {
     ...report.failed.map((f) => `failed: ${f.businessKey} (${f.lastError})`),
     ...report.notAcked.map((n) => `not acked: ${n.eventId} (${n.why})`),
     ...report.faultsNotTaken.map((f) => `fault ${f.fault} on ${f.conversationId} was never taken`),
+    ...report.failedStarts.map(
+      (f) =>
+        `worker ${f.slot} (pid ${f.pid}) could not start (${f.logTail.split('\n').at(-1)}); started again`,
+    ),
   ];
   if (problems.length > 0) lines.push('', 'details:', ...problems.slice(0, 50).map((p) => `  ${p}`));
   return lines.join('\n');

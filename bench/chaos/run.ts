@@ -117,6 +117,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
         `senders done: ${acked} of ${plan.events.length} events acked; the injector goes on while work settles`,
       );
       await injector.finish();
+    } catch (err) {
+      sender.child.kill();
+      throw err;
     } finally {
       clearInterval(ticker);
     }

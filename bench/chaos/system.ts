@@ -2,7 +2,16 @@
 // Temporal dev server on a SQLite file and an embedded PostgreSQL (both restartable on the same port
 // and data), and `replyflow receiver` / `replyflow worker` as child processes that can be killed.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { temporal as proto } from '@temporalio/proto';
@@ -40,6 +49,8 @@ export interface RoleProcess {
   exited: Promise<number | null>;
   /** Set before we kill or stop it on purpose, so that its exit is not reported as a crash. */
   expectedExit: boolean;
+  /** Set once it serves; an exit before that is a failed start, which the supervisor retries. */
+  started: boolean;
 }
 
 /** Thrown when a part of the system does not come up, with the tail of its log. */
@@ -60,8 +71,13 @@ async function waitFor(what: string, probe: () => Promise<boolean>, timeoutMs: n
 export class System {
   readonly receivers: RoleProcess[] = [];
   readonly workers: RoleProcess[] = [];
-  /** Processes that exited without being asked to (a crash is a finding, not noise). */
+  /** Processes that exited without being asked to once they served (a crash is a finding, not noise). */
   readonly crashes: { role: string; slot: number; pid: number; code: number | null; logTail: string }[] = [];
+  /**
+   * Workers that exited while starting because Temporal or PostgreSQL was down (they connect once,
+   * at start) and were started again, as a supervisor (Compose `restart:`, Kubernetes) does.
+   */
+  readonly failedStarts: { slot: number; pid: number; logTail: string }[] = [];
   temporal!: DevServer;
   postgres!: EmbeddedPostgres;
   pool!: Pool;
@@ -125,6 +141,7 @@ export class System {
       ...this.receivers.map((r, i) => this.waitForReceiver(r, this.receiverUrls[i]!)),
       ...this.workers.map((w) => this.waitForWorker(w)),
     ]);
+    for (const proc of [...this.receivers, ...this.workers]) proc.started = true;
   }
 
   private roleEnv(): Record<string, string> {
@@ -162,10 +179,11 @@ export class System {
       pid: child.pid ?? -1,
       logFile,
       expectedExit: false,
+      started: false,
       exited: new Promise((resolve) => child.once('exit', (code) => resolve(code))),
     };
     void proc.exited.then((code) => {
-      if (!proc.expectedExit)
+      if (!proc.expectedExit && proc.started)
         this.crashes.push({ role, slot, pid: proc.pid, code, logTail: logTail(proc.logFile) });
     });
     return proc;
@@ -221,12 +239,48 @@ export class System {
     return proc;
   }
 
-  /** Starts a fresh worker process in the slot and waits until it polls. */
+  /**
+   * Starts a fresh worker process in the slot and waits until it polls. Like a supervisor, it starts
+   * the worker again when it exits while starting (Temporal or PostgreSQL restarting), with backoff.
+   */
   async startWorker(slot: number): Promise<RoleProcess> {
-    const proc = this.spawnRole('worker', slot, this.options.workerEnv);
-    this.workers[slot] = proc;
-    await this.waitForWorker(proc);
-    return proc;
+    for (let attempt = 1; ; attempt++) {
+      const proc = this.spawnRole('worker', slot, this.options.workerEnv);
+      this.workers[slot] = proc;
+      try {
+        await this.waitForWorker(proc);
+        proc.started = true;
+        return proc;
+      } catch (err) {
+        const exited = proc.child.exitCode !== null || proc.child.signalCode !== null;
+        if (!exited || attempt >= 10) throw err;
+        this.failedStarts.push({ slot, pid: proc.pid, logTail: logTail(proc.logFile, 3) });
+        await new Promise((r) => setTimeout(r, Math.min(1000 * attempt, 5000)));
+      }
+    }
+  }
+
+  /** Stops a worker the way a deploy does (SIGTERM: in-flight sends may finish), leaving its slot empty. */
+  async stopWorker(slot: number): Promise<void> {
+    await stopRole(this.workers[slot]!);
+  }
+
+  /** CPU milliseconds used so far by each part of the system (Linux /proc). */
+  cpuMs(): Record<'temporal' | 'postgres' | 'receivers' | 'workers', number> {
+    const processes = readProcesses();
+    const sum = (match: (p: ProcessInfo) => boolean) =>
+      [...processes.values()].filter(match).reduce((total, p) => total + p.cpuMs, 0);
+    const postmaster = [...processes.values()].find(
+      (p) => p.cmdline.includes(path.join(this.dir, 'postgres')) && p.cmdline.includes('-D'),
+    );
+    const pids = (procs: RoleProcess[]) => new Set(procs.map((p) => p.pid));
+    const [receivers, workers] = [pids(this.receivers), pids(this.workers)];
+    return {
+      temporal: sum((p) => p.cmdline.includes('start-dev') && p.cmdline.includes(this.dir)),
+      postgres: sum((p) => p.pid === postmaster?.pid || p.ppid === postmaster?.pid),
+      receivers: sum((p) => receivers.has(p.pid)),
+      workers: sum((p) => workers.has(p.pid)),
+    };
   }
 
   workerByPid(pid: number): RoleProcess | undefined {
@@ -277,6 +331,41 @@ async function stopRole(proc: RoleProcess): Promise<void> {
   proc.child.kill('SIGTERM');
   await proc.exited;
   clearTimeout(killer);
+}
+
+interface ProcessInfo {
+  pid: number;
+  ppid: number;
+  cpuMs: number;
+  cmdline: string;
+}
+
+const CLOCK_TICKS = 100;
+
+function readProcesses(): Map<number, ProcessInfo> {
+  const found = new Map<number, ProcessInfo>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      found.set(Number(entry), {
+        pid: Number(entry),
+        ppid: Number(fields[1]),
+        cpuMs: ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS,
+        cmdline: readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' '),
+      });
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  return found;
+}
+
+/** Resident set size of a process in MiB (Linux /proc). */
+export function rssMiB(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? Number.NaN) / 1024;
 }
 
 export function logTail(file: string, lines = 15): string {
