@@ -4,6 +4,7 @@ import type { Logger } from '../src/logger';
 import type { InboundEvent } from '../src/providers/types';
 import type { Responder } from '../src/responders/types';
 import type { TargetRegistry } from '../src/targets';
+import type { WorkerMetrics } from '../src/worker-metrics';
 import type { DeliveryPolicy, EffectPlan } from './types';
 
 export interface Alert {
@@ -27,4 +28,6 @@ export interface ActivityDeps {
   /** Delivers an alert (log, webhook); never given message text. */
   notify: (alert: Alert) => Promise<void>;
   logger: Logger;
+  /** Outcomes, times to resolution and retries for the worker's Prometheus endpoint. */
+  metrics: WorkerMetrics;
 }

@@ -26,7 +26,7 @@ export type ResendCheck =
   | { kind: 'already-sent'; externalId: string }
   | { kind: 'wait'; detail: string };
 
-export function effectActivities({ pool, targets }: ActivityDeps) {
+export function effectActivities({ pool, targets, metrics }: ActivityDeps) {
   return {
     /**
      * Claims the business key for this workflow. A conflict is not "done": the existing row decides —
@@ -75,7 +75,7 @@ export function effectActivities({ pool, targets }: ActivityDeps) {
     },
 
     async recordResult(input: ResultInput): Promise<{ recorded: boolean; status: EffectStatus }> {
-      const { rows } = await pool.query<{ status: EffectStatus }>(
+      const { rows } = await pool.query<{ status: EffectStatus; target: string; age_seconds: number }>(
         `UPDATE effects SET status = $2,
                 external_id = COALESCE($3, external_id),
                 last_error_class = COALESCE($4, last_error_class),
@@ -84,7 +84,7 @@ export function effectActivities({ pool, targets }: ActivityDeps) {
                 lease_expires_at = CASE WHEN $2 = 'held' THEN now() ELSE lease_expires_at END,
                 updated_at = now()
           WHERE id = $1 AND status = ANY($6::text[])
-          RETURNING status`,
+          RETURNING status, target, EXTRACT(EPOCH FROM now() - created_at)::float8 AS age_seconds`,
         [
           input.effectId,
           input.status,
@@ -94,7 +94,11 @@ export function effectActivities({ pool, targets }: ActivityDeps) {
           RECORDABLE_FROM[input.status],
         ],
       );
-      if (rows[0]) return { recorded: true, status: rows[0].status };
+      if (rows[0]) {
+        const by = 'manual' in input && input.manual ? 'operator' : 'worker';
+        metrics.outcome(rows[0].target, input.status, by, rows[0].age_seconds);
+        return { recorded: true, status: rows[0].status };
+      }
       const current = await pool.query<{ status: EffectStatus }>('SELECT status FROM effects WHERE id = $1', [
         input.effectId,
       ]);
@@ -159,11 +163,15 @@ export function effectActivities({ pool, targets }: ActivityDeps) {
         if ('failed' in found)
           return { kind: 'wait', detail: `could not look the result up (${found.failed}); try again later` };
         if (found.found) {
-          await pool.query(
+          const settled = await pool.query<{ age_seconds: number }>(
             `UPDATE effects SET status = 'succeeded', external_id = $2, completed_at = now(), updated_at = now()
-              WHERE id = $1 AND status <> 'succeeded'`,
+              WHERE id = $1 AND status <> 'succeeded'
+              RETURNING EXTRACT(EPOCH FROM now() - created_at)::float8 AS age_seconds`,
             [input.effectId, found.externalId],
           );
+          // An operator's resend or reprocess found it already there: settled by that decision.
+          if (settled.rows[0])
+            metrics.outcome(input.step.target, 'succeeded', 'operator', settled.rows[0].age_seconds);
           return { kind: 'already-sent', externalId: found.externalId };
         }
       }

@@ -20,7 +20,7 @@ export function retryDelayMs(attempt: number, retryAfterMs?: number, random = Ma
 
 type Lease = { kind: 'lease'; token: number; expiresAt: Date } | { kind: 'outcome'; outcome: SendOutcome };
 
-export function sendActivities({ pool, targets, logger }: ActivityDeps) {
+export function sendActivities({ pool, targets, logger, metrics }: ActivityDeps) {
   /**
    * Marks the row `sending` under a new lease, or says why this attempt must not send.
    * `resendSafe(attempt)`: whether that earlier attempt carried an idempotency key the target dedupes on.
@@ -140,6 +140,7 @@ export function sendActivities({ pool, targets, logger }: ActivityDeps) {
     resendSafe: boolean,
     attempt: number,
     log: ActivityDeps['logger'],
+    target: string,
   ): Promise<SendOutcome> {
     const classified =
       err instanceof TargetError
@@ -149,6 +150,7 @@ export function sendActivities({ pool, targets, logger }: ActivityDeps) {
     const keyed = classified.details.resendSafe ?? resendSafe;
     if (classified.errorClass === 'retryable' || (classified.errorClass === 'unknown' && keyed)) {
       // Known not applied, or the target dedupes on our key: the next attempt resends with the same key.
+      metrics.retry(target, classified.errorClass);
       const delay = retryDelayMs(attempt, classified.details.retryAfterMs);
       await settle(
         effectId,
@@ -164,6 +166,7 @@ export function sendActivities({ pool, targets, logger }: ActivityDeps) {
       });
     }
     if (classified.errorClass === 'permanent') {
+      metrics.outcome(target, 'failed', 'worker');
       await settle(
         effectId,
         token,
@@ -233,17 +236,19 @@ export function sendActivities({ pool, targets, logger }: ActivityDeps) {
           attempt: token,
         }));
       } catch (err) {
-        return handleFailure(err, input.effectId, token, resendSafe(token), info.attempt, log);
+        return handleFailure(err, input.effectId, token, resendSafe(token), info.attempt, log, target.name);
       }
       // A late answer still counts as evidence that it was sent, whatever happened to the lease. If
       // this write fails (a crash between the target's acceptance and the record), the row stays
       // `sending` under this lease, and the next attempt treats the outcome as unknown.
-      await pool.query(
+      const sent = await pool.query<{ age_seconds: number }>(
         `UPDATE effects SET status = 'succeeded', external_id = $2, completed_at = now(), updated_at = now(),
                 lease_expires_at = now(), last_error_class = NULL, last_error = NULL
-          WHERE id = $1 AND status NOT IN ('succeeded', 'discarded')`,
+          WHERE id = $1 AND status NOT IN ('succeeded', 'discarded')
+          RETURNING EXTRACT(EPOCH FROM now() - created_at)::float8 AS age_seconds`,
         [input.effectId, externalId],
       );
+      if (sent.rows[0]) metrics.outcome(target.name, 'succeeded', 'worker', sent.rows[0].age_seconds);
       log.info('sent');
       return { result: 'succeeded', externalId, attempts: token };
     },

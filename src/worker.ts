@@ -7,28 +7,44 @@ import type { DeliveryPolicy } from '../activities/types';
 import { createNotifier } from './alerts';
 import type { Config } from './config';
 import type { Pool } from './db/pool';
+import { freePort } from './embedded/postgres';
 import type { Logger } from './logger';
 import { createResponder } from './responders';
 import { loadRouteFile, planner, RouteFileError, routeTargetProblems } from './routes';
 import { createTargets } from './targets';
 import { connectionSecurity, dataConverter, keyring } from './temporal/client';
+import {
+  createWorkerMetrics,
+  type MetricsServer,
+  serveWorkerMetrics,
+  type WorkerMetrics,
+} from './worker-metrics';
 
 export const WORKFLOWS_PATH = path.resolve(__dirname, '..', 'workflows');
 
 let runtimeInstalled = false;
+/** Where the SDK's Prometheus exporter answers, when installRuntime started one. */
+let sdkMetricsUrl: string | undefined;
 /**
  * The SDK's own logs go to stderr (WARN by default, REPLYFLOW_SDK_LOG_LEVEL to change); ours go
- * through pino. Installed once per process.
+ * through pino. With `sdkMetricsPort`, the SDK's runtime metrics are exported on that loopback port.
+ * Installed once per process.
  */
-export function installRuntime(
-  level = (process.env.REPLYFLOW_SDK_LOG_LEVEL ?? 'WARN') as 'WARN' | 'ERROR',
-): void {
+export function installRuntime(options: { sdkMetricsPort?: number } = {}): void {
   if (runtimeInstalled) return;
+  const level = (process.env.REPLYFLOW_SDK_LOG_LEVEL ?? 'WARN') as 'WARN' | 'ERROR';
+  const bindAddress = options.sdkMetricsPort ? `127.0.0.1:${options.sdkMetricsPort}` : undefined;
   Runtime.install({
     logger: new DefaultLogger(level),
-    telemetryOptions: { logging: { filter: { core: level, other: 'ERROR' } } },
+    telemetryOptions: {
+      logging: { filter: { core: level, other: 'ERROR' } },
+      ...(bindAddress && {
+        metrics: { prometheus: { bindAddress, countersTotalSuffix: true, useSecondsForDurations: true } },
+      }),
+    },
   });
   runtimeInstalled = true;
+  if (bindAddress) sdkMetricsUrl = `http://${bindAddress}/metrics`;
 }
 
 export function deliveryPolicy(config: Config): DeliveryPolicy {
@@ -46,6 +62,8 @@ export interface WorkerHandle {
   worker: Worker;
   /** Resolves when the worker stopped; rejects if it crashed. */
   running: Promise<void>;
+  /** The worker's Prometheus endpoint, when WORKER_METRICS_PORT is not 0. */
+  metricsUrl?: string;
   stop(): Promise<void>;
 }
 
@@ -64,7 +82,7 @@ export interface WorkerSetup {
 /** Builds a worker without running it (tests drive it with `worker.runUntil`). */
 export async function createWorker(
   options: WorkerSetup,
-): Promise<{ worker: Worker; connection: NativeConnection }> {
+): Promise<{ worker: Worker; connection: NativeConnection; metrics: WorkerMetrics }> {
   installRuntime();
   const { config, logger } = options;
   // A route file with problems stops the start here, listing every problem, before anything connects.
@@ -76,6 +94,7 @@ export async function createWorker(
     address: options.temporalAddress,
     ...connectionSecurity(config),
   });
+  const metrics = options.deps?.metrics ?? createWorkerMetrics(options.pool);
   const activities = createActivities({
     pool: options.pool,
     targets,
@@ -89,6 +108,7 @@ export async function createWorker(
       namespace: config.TEMPORAL_NAMESPACE,
     }),
     logger,
+    metrics,
     ...options.deps,
   });
   const worker = await Worker.create({
@@ -103,18 +123,36 @@ export async function createWorker(
     ...(options.workerOptions?.workflowBundle ? {} : { workflowsPath: WORKFLOWS_PATH }),
     ...options.workerOptions,
   });
-  return { worker, connection };
+  return { worker, connection, metrics };
 }
 
+/** Runs a worker until `stop()`, with its Prometheus endpoint on WORKER_METRICS_PORT (0: none). */
 export async function startWorker(options: WorkerSetup): Promise<WorkerHandle> {
-  const { worker, connection } = await createWorker(options);
+  const metricsPort = options.config.WORKER_METRICS_PORT;
+  if (metricsPort > 0) installRuntime({ sdkMetricsPort: await freePort() });
+  const { worker, connection, metrics } = await createWorker(options);
+  let metricsServer: MetricsServer | undefined;
+  try {
+    if (metricsPort > 0)
+      metricsServer = await serveWorkerMetrics({
+        port: metricsPort,
+        metrics,
+        sdkMetricsUrl,
+        logger: options.logger,
+      });
+  } catch (err) {
+    await connection.close();
+    throw err;
+  }
   const running = worker.run().finally(() => connection.close());
   return {
     worker,
     running,
+    metricsUrl: metricsServer?.url,
     async stop() {
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await running;
+      await metricsServer?.stop();
     },
   };
 }

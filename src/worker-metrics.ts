@@ -1,0 +1,145 @@
+// Prometheus metrics of the worker role on one endpoint: what effects did (outcomes, time to
+// resolution, retries by error class; held and failed counts read from PostgreSQL at scrape time)
+// next to the Temporal SDK's runtime metrics, which its own exporter serves on a loopback port.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { Pool } from './db/pool';
+import type { Logger } from './logger';
+
+/** The states an effect is recorded in that an operator cares about. */
+export type EffectOutcome = 'succeeded' | 'held' | 'failed' | 'discarded';
+/** Who settled an effect: the send protocol itself, or an operator's decision. */
+export type SettledBy = 'worker' | 'operator';
+
+/** Effect states that are not final: counted from the effects table at every scrape. */
+const OPEN_STATES = ['claimed', 'sending', 'retry_wait', 'unknown', 'held', 'failed'] as const;
+
+export interface WorkerMetrics {
+  registry: Registry;
+  /** An effect was recorded `state`; `ageSeconds`: since it was claimed (its time to resolution). */
+  outcome(target: string, state: EffectOutcome, by: SettledBy, ageSeconds?: number): void;
+  /** A failed send attempt will be retried; `errorClass` as the target adapter classified the failure. */
+  retry(target: string, errorClass: string): void;
+}
+
+export function createWorkerMetrics(pool: Pool): WorkerMetrics {
+  const registry = new Registry();
+  const outcomes = new Counter({
+    name: 'replyflow_effect_outcomes_total',
+    help: 'Effects recorded in a state (succeeded, held, failed, discarded), by target and who settled them',
+    labelNames: ['target', 'state', 'by'],
+    registers: [registry],
+  });
+  const resolution = new Histogram({
+    name: 'replyflow_effect_resolution_seconds',
+    help: 'Time from claiming an effect to its final state (succeeded or discarded), by target and who settled it',
+    labelNames: ['target', 'state', 'by'],
+    // From an immediate reply to a held item an operator settles days later.
+    buckets: [0.5, 1, 2, 5, 15, 60, 300, 900, 3600, 4 * 3600, 86_400, 3 * 86_400, 7 * 86_400],
+    registers: [registry],
+  });
+  const retries = new Counter({
+    name: 'replyflow_send_retries_total',
+    help: 'Send attempts that failed and are retried, by target and error class',
+    labelNames: ['target', 'error_class'],
+    registers: [registry],
+  });
+  const queryErrors = new Counter({
+    name: 'replyflow_metrics_query_errors_total',
+    help: 'Scrapes whose effect counts could not be read from PostgreSQL',
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'replyflow_effects_open',
+    help: 'Effects not in a final state, by status (held and failed wait for an operator), across all workers',
+    labelNames: ['status'],
+    registers: [registry],
+    async collect() {
+      try {
+        const { rows } = await pool.query<{ status: string; count: string }>(
+          'SELECT status, count(*) AS count FROM effects WHERE status = ANY($1::text[]) GROUP BY status',
+          [OPEN_STATES],
+        );
+        const counts = new Map(rows.map((r) => [r.status, Number(r.count)]));
+        for (const status of OPEN_STATES) this.set({ status }, counts.get(status) ?? 0);
+      } catch {
+        // No numbers rather than stale ones: the error counter says why the series are missing.
+        this.reset();
+        queryErrors.inc();
+      }
+    },
+  });
+  return {
+    registry,
+    outcome(target, state, by, ageSeconds) {
+      outcomes.inc({ target, state, by });
+      if ((state === 'succeeded' || state === 'discarded') && ageSeconds !== undefined)
+        resolution.observe({ target, state, by }, ageSeconds);
+    },
+    retry(target, errorClass) {
+      retries.inc({ target, error_class: errorClass });
+    },
+  };
+}
+
+export interface MetricsServer {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Serves `GET /metrics`: our registry followed by the SDK exporter's text (when it runs), so that
+ * one scrape target covers the worker. An unreachable SDK exporter leaves our metrics served.
+ */
+export async function serveWorkerMetrics(options: {
+  port: number;
+  metrics: WorkerMetrics;
+  /** The Temporal SDK's Prometheus exporter (bound on loopback by installRuntime). */
+  sdkMetricsUrl?: string;
+  logger: Logger;
+  host?: string;
+}): Promise<MetricsServer> {
+  const { registry } = options.metrics;
+  // Process metrics only where they are served (tests build many workers in one process).
+  collectDefaultMetrics({ register: registry });
+  const server = http.createServer((req, res) => {
+    if (req.method !== 'GET' || req.url?.split('?')[0] !== '/metrics') {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: GET /metrics\n');
+      return;
+    }
+    void (async () => {
+      const ours = await registry.metrics();
+      const sdk = options.sdkMetricsUrl
+        ? await fetch(options.sdkMetricsUrl, { signal: AbortSignal.timeout(5000) })
+            .then((r) => (r.ok ? r.text() : ''))
+            .catch(() => '')
+        : '';
+      res.writeHead(200, { 'content-type': registry.contentType }).end(sdk ? `${ours}\n${sdk}` : ours);
+    })().catch((err: unknown) => {
+      options.logger.error({ err: (err as Error).message }, 'worker metrics scrape failed');
+      if (!res.headersSent) res.writeHead(500).end();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(
+        new Error(
+          err.code === 'EADDRINUSE'
+            ? `WORKER_METRICS_PORT ${options.port} is already in use: set another port, or 0 for none`
+            : `worker metrics could not listen on port ${options.port}: ${err.message}`,
+        ),
+      ),
+    );
+    server.listen(options.port, options.host ?? '0.0.0.0', resolve);
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/metrics`,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

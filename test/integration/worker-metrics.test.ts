@@ -1,0 +1,186 @@
+// The worker's Prometheus endpoint, from a real `replyflow worker` process: the Temporal SDK's runtime
+// metrics and ours on one scrape target — outcomes by state and by who settled them, retries by error
+// class, open (held, failed) effects counted in PostgreSQL, and time to resolution.
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { freePort } from '../../src/embedded/postgres';
+import { connectClient, type TemporalClient } from '../../src/temporal/client';
+import { resolveSignal } from '../../workflows/messages';
+import { FakeTarget } from '../helpers/fake-target';
+import { counterValue } from '../helpers/receiver';
+import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
+import { sandboxEvent, uniqueId } from '../helpers/system';
+import { startEvent, waitForState } from '../helpers/workflows';
+
+const PROJECT_ROOT = path.resolve(__dirname, '..', '..');
+
+describe('worker metrics: our metrics and the Temporal SDK runtime metrics on WORKER_METRICS_PORT (replyflow worker)', function () {
+  this.timeout(300_000);
+  const taskQueue = uniqueId('q-metrics-');
+  let fake: FakeTarget;
+  let temporal: TemporalClient;
+  let worker: ChildProcess;
+  let stderr = '';
+  let metricsUrl = '';
+
+  const scrape = async () => (await fetch(metricsUrl)).text();
+  /** Polls the endpoint until `check` holds for what it serves (an observation, not a sleep). */
+  const until = async (what: string, check: (text: string) => boolean, timeoutMs = 120_000) => {
+    const deadline = Date.now() + timeoutMs;
+    let last = '';
+    while (Date.now() < deadline) {
+      if (worker.exitCode !== null) throw new Error(`the worker exited (${worker.exitCode}): ${stderr}`);
+      last = await scrape().catch(() => '');
+      if (check(last)) return last;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    throw new Error(`metrics never showed ${what}; last scrape:\n${last.slice(0, 2000)}`);
+  };
+
+  before(async () => {
+    const [server, db] = await Promise.all([devServer(), database()]);
+    fake = await new FakeTarget().start();
+    temporal = await connectClient(server.address, 'default', TEST_ENCRYPTION_KEY);
+    const port = await freePort();
+    metricsUrl = `http://127.0.0.1:${port}/metrics`;
+    worker = spawn(process.execPath, [path.join(PROJECT_ROOT, 'bin/replyflow.js'), 'worker'], {
+      cwd: PROJECT_ROOT,
+      env: {
+        PATH: process.env.PATH,
+        TEMPORAL_ADDRESS: server.address,
+        DATABASE_URL: db.url,
+        REPLYFLOW_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
+        REPLYFLOW_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'replyflow-metrics-')),
+        TEMPORAL_TASK_QUEUE: taskQueue,
+        WORKER_METRICS_PORT: String(port),
+        SANDBOX_API_URL: fake.url,
+        LOG_LEVEL: 'silent',
+        REPLYFLOW_SDK_LOG_LEVEL: 'ERROR',
+      },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    worker.stderr?.on('data', (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString()).slice(-4000);
+    });
+    // The SDK's pollers show in its own metrics once the worker polls the queue.
+    await until('the SDK pollers', (text) => /^temporal_num_pollers\{/m.test(text));
+  });
+  after(async () => {
+    if (worker && worker.exitCode === null) {
+      const exited = new Promise((resolve) => worker.once('exit', resolve));
+      worker.kill('SIGTERM');
+      await exited;
+    }
+    await Promise.all([fake?.stop(), temporal?.close()]);
+  });
+
+  it('counts retries by error class, outcomes by who settled them, open held work and time to resolution', async () => {
+    // A 503 (known not applied) is retried, then the reply goes out.
+    fake.next({ status: 503 });
+    const retried = await startEvent(
+      temporal.client,
+      taskQueue,
+      sandboxEvent({ conversationId: uniqueId('c') }),
+    );
+    assert.equal((await retried.result()).state, 'succeeded');
+
+    // A lost answer on a target that cannot be asked: held until an operator decides.
+    fake.next('accept-then-drop');
+    const held = await startEvent(
+      temporal.client,
+      taskQueue,
+      sandboxEvent({ conversationId: uniqueId('c'), target: 'sandbox-blind' }),
+    );
+    await waitForState(held, 'held', 60_000);
+    let text = await until(
+      'the held outcome',
+      (t) =>
+        counterValue(t, 'replyflow_effect_outcomes_total', {
+          target: 'sandbox-blind',
+          state: 'held',
+          by: 'worker',
+        }) === 1,
+    );
+    assert.equal(
+      counterValue(text, 'replyflow_send_retries_total', { target: 'sandbox', error_class: 'retryable' }),
+      1,
+    );
+    assert.equal(
+      counterValue(text, 'replyflow_effect_outcomes_total', {
+        target: 'sandbox',
+        state: 'succeeded',
+        by: 'worker',
+      }),
+      1,
+    );
+    assert.equal(
+      counterValue(text, 'replyflow_effect_resolution_seconds_count', {
+        target: 'sandbox',
+        state: 'succeeded',
+        by: 'worker',
+      }),
+      1,
+    );
+    // Counted in PostgreSQL, so every worker reports the same (other tests' held work included).
+    assert.ok(counterValue(text, 'replyflow_effects_open', { status: 'held' }) >= 1);
+    for (const status of ['claimed', 'sending', 'retry_wait', 'unknown', 'failed'])
+      assert.match(text, new RegExp(`^replyflow_effects_open\\{status="${status}"\\} \\d+$`, 'm'));
+
+    await held.signal(resolveSignal, {
+      action: 'mark-sent',
+      operator: 'ops@example.com',
+      reason: 'found it in the chat',
+      externalId: '1',
+    });
+    assert.equal((await held.result()).state, 'succeeded');
+    text = await until(
+      'the operator outcome',
+      (t) =>
+        counterValue(t, 'replyflow_effect_outcomes_total', {
+          target: 'sandbox-blind',
+          state: 'succeeded',
+          by: 'operator',
+        }) === 1,
+    );
+    assert.equal(
+      counterValue(text, 'replyflow_effect_resolution_seconds_count', {
+        target: 'sandbox-blind',
+        state: 'succeeded',
+        by: 'operator',
+      }),
+      1,
+    );
+
+    // A permanent error fails the effect at once.
+    fake.next({ status: 404 });
+    const failed = await startEvent(
+      temporal.client,
+      taskQueue,
+      sandboxEvent({ conversationId: uniqueId('c') }),
+    );
+    await waitForState(failed, 'failed', 60_000);
+    text = await until(
+      'the failed outcome',
+      (t) =>
+        counterValue(t, 'replyflow_effect_outcomes_total', {
+          target: 'sandbox',
+          state: 'failed',
+          by: 'worker',
+        }) === 1,
+    );
+    await failed.signal(resolveSignal, {
+      action: 'discard',
+      operator: 'ops@example.com',
+      reason: 'test over',
+    });
+    assert.equal((await failed.result()).state, 'discarded');
+
+    // The SDK's runtime metrics come through the same endpoint.
+    text = await until('SDK task metrics', (t) => /^temporal_workflow_completed_total\{/m.test(t));
+    assert.match(text, /^temporal_activity_execution_latency_(bucket|count)\{/m);
+    assert.match(text, /^process_cpu_seconds_total /m);
+  });
+});
