@@ -36,6 +36,9 @@ function runRole(role: 'all' | 'receiver' | 'worker') {
         `  receiver      ${urls.receiver}  (POST /webhooks/<provider>, /healthz, /readyz, /metrics)`,
       urls.sandbox && `  sandbox page  ${urls.sandbox}`,
       urls.temporalUi && `  Temporal UI   ${urls.temporalUi}`,
+      urls.codecLogin &&
+        `  codec login   ${urls.codecLogin}  (to read payloads in the UI; token ${urls.codecTokenFile ? `in ${urls.codecTokenFile}` : 'CODEC_AUTH_TOKEN'})`,
+      urls.workerMetrics && `  worker        ${urls.workerMetrics}`,
       `  Temporal      ${urls.temporal}`,
       `  PostgreSQL    ${urls.database}`,
     ].filter(Boolean);

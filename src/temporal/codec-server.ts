@@ -1,7 +1,9 @@
 // The codec server (Temporal's remote codec protocol): POST /codec/encode and /codec/decode with
 // `{ payloads: [...] }` in proto JSON, so that authorised operators read decrypted payloads in the
 // Web UI and the `temporal` CLI, and signals typed in the UI are encrypted like the workers' own.
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import type { PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import express, { type NextFunction, type Request, type Response } from 'express';
@@ -11,6 +13,8 @@ import type { Logger } from '../logger';
 import { keyring, payloadCodec } from './client';
 
 export const CODEC_PATH = '/codec';
+/** Where `replyflow start` keeps the codec token it generated, under the data dir. */
+export const CODEC_TOKEN_FILE = 'codec.token';
 /** The browser session cookie set by /codec/login: the Web UI sends it when "include credentials" is on. */
 export const SESSION_COOKIE = 'replyflow_codec';
 /** Request headers the Web UI and the CLI send to a codec server. */
@@ -43,6 +47,25 @@ export function codecServerOptions(
       config.CODEC_CORS_ORIGINS.length > 0 ? config.CODEC_CORS_ORIGINS : uiOrigins(config.TEMPORAL_UI_URL),
     logger,
   };
+}
+
+/**
+ * The codec server's token: CODEC_AUTH_TOKEN, else the token file under the data dir, which is
+ * created when `create` is set (the embedded launcher). Undefined: no codec server.
+ */
+export function resolveCodecToken(config: Config, options: { create?: boolean } = {}): string | undefined {
+  if (config.CODEC_AUTH_TOKEN) return config.CODEC_AUTH_TOKEN;
+  const file = codecTokenFile(config);
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  if (!options.create) return undefined;
+  mkdirSync(config.REPLYFLOW_DATA_DIR, { recursive: true });
+  const token = randomBytes(32).toString('base64url');
+  writeFileSync(file, `${token}\n`, { mode: 0o600 });
+  return token;
+}
+
+export function codecTokenFile(config: Config): string {
+  return path.join(config.REPLYFLOW_DATA_DIR, CODEC_TOKEN_FILE);
 }
 
 /** The UI's origin, and its twin for a browser that opened it as localhost instead of 127.0.0.1. */
