@@ -52,13 +52,16 @@ describe('Temporal Web UI: find a held item by search attribute and resolve it f
     assert.equal(fake.sendsFor(effectId).length, 1);
 
     // 1. The held list: the query an operator saves, with the search attributes as columns.
-    await webUi.searchWorkflows(
-      page,
-      stack.uiUrl,
-      `ReplyState="held" AND ConversationId="${conversationId}"`,
-    );
+    // This dev server is the test's own, so the runbook's query finds exactly this item.
+    await webUi.searchWorkflows(page, stack.uiUrl, 'ReplyState="held"');
     const row = page.getByRole('link', { name: handle.workflowId });
     await row.waitFor();
+    await page.getByTestId('create-view-button').click();
+    const save = page.getByRole('dialog', { name: 'Save as New View' });
+    await save.getByLabel('Name').fill('Held replies');
+    await save.getByRole('button', { name: 'Save', exact: true }).click();
+    await save.waitFor({ state: 'hidden' });
+    await page.getByRole('button', { name: 'Held replies' }).waitFor();
     await page.getByTestId('workflows-summary-table-configuration-button').click();
     const drawer = page.locator('#workflows-table-configuration-drawer');
     for (const column of ['Run ID', 'Type', 'End'])
@@ -78,6 +81,23 @@ describe('Temporal Web UI: find a held item by search attribute and resolve it f
     await page.locator('#content').getByText('Codec Server could not connect').waitFor();
     assert.equal(await page.getByText(text).count(), 0, 'no plaintext without the codec login');
     await screenshot(page, 'ui-ciphertext');
+    // Nor can a signal be sent: the UI encodes it through /codec/encode, which refuses.
+    await page.getByRole('button', { name: 'More Actions' }).click();
+    await page.getByRole('menuitem', { name: 'Send a Signal' }).click();
+    const refused = page.getByRole('dialog', { name: 'Send a Signal' });
+    await refused.locator('#signal-name').fill('resolve');
+    await refused.locator('.cm-content').click();
+    await page.keyboard.insertText('{"action":"discard","operator":"mallory","reason":"no codec login"}');
+    await refused.locator('.cm-content').blur();
+    await refused.getByRole('button', { name: 'Submit' }).click();
+    await refused.getByText('Data encoding failed').waitFor();
+    await refused.getByTestId('cancel-modal-button').click();
+    await refused.waitFor({ state: 'hidden' });
+    assert.deepEqual(
+      (await handle.query(statusQuery)).operatorHistory,
+      [],
+      'the refused signal never arrived',
+    );
 
     // 3. Sign in to the codec server, and point this browser's codec setting at it with credentials.
     const workflowUrl = page.url();
