@@ -3,6 +3,7 @@
 // the Web UI's origin.
 import assert from 'node:assert/strict';
 import { temporal } from '@temporalio/proto';
+import { ConfigError, loadConfig } from '../../src/config';
 import type { ReceiverHandle } from '../../src/receiver';
 import { connectClient, payloadCodec } from '../../src/temporal/client';
 import { SESSION_COOKIE, sessionValue } from '../../src/temporal/codec-server';
@@ -234,5 +235,24 @@ describe('codec server: /codec/encode and /codec/decode for the Web UI (receiver
     } finally {
       await plain.stop();
     }
+  });
+
+  it('refuses a short token and origins that are not origins, naming the setting', () => {
+    assert.throws(
+      () =>
+        loadConfig({
+          CODEC_AUTH_TOKEN: 'short',
+          CODEC_CORS_ORIGINS: 'http://ui.example/path,127.0.0.1:8233',
+        }),
+      (err: ConfigError) =>
+        err instanceof ConfigError &&
+        err.problems.some((p) => p.startsWith('CODEC_AUTH_TOKEN')) &&
+        err.problems.some((p) => p.startsWith('CODEC_CORS_ORIGINS')) &&
+        !err.message.includes('short'),
+    );
+    assert.deepEqual(
+      loadConfig({ CODEC_CORS_ORIGINS: 'http://127.0.0.1:8233, https://ui.example' }).CODEC_CORS_ORIGINS,
+      ['http://127.0.0.1:8233', 'https://ui.example'],
+    );
   });
 });
