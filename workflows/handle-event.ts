@@ -68,10 +68,10 @@ const records = proxyActivities<Activities>({
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' },
 });
 /**
- * The same bookkeeping on the main path (ledger, plan, transition, claim, outcome) as local
- * activities: each is one marker in the history instead of a task through Temporal's queues and a
- * workflow task, which cut the dev server's CPU per event by a third (docs/benchmarks.md). They are
- * idempotent, so the re-run a crashed worker causes is harmless. Workflows started before this
+ * The same bookkeeping on the main path (ledger, plan, transition, claim, turn request, outcome) as
+ * local activities: each is one marker in the history instead of a task through Temporal's queues
+ * and a workflow task, which cut the dev server's CPU per event by a third (docs/benchmarks.md). They
+ * are idempotent, so the re-run a crashed worker causes is harmless. Workflows started before this
  * change replay on `records` (the patch below).
  */
 const localRecords = proxyLocalActivities<Activities>({
@@ -411,7 +411,7 @@ export async function handleEvent(event: InboundEvent): Promise<EventResult> {
     const requestId = `${workflowId}#${turnRequest}`;
     waitingFor = requestId;
     do {
-      await records.requestTurn({
+      await bookkeeping.requestTurn({
         conversationKey: transition.conversationKey,
         workflowId,
         requestId,
