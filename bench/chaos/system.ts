@@ -352,7 +352,10 @@ function readProcesses(): Map<number, ProcessInfo> {
       found.set(Number(entry), {
         pid: Number(entry),
         ppid: Number(fields[1]),
-        cpuMs: ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS,
+        // Its own time plus that of children it reaped (PostgreSQL's backends end with their connections).
+        cpuMs:
+          ((Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * 1000) /
+          CLOCK_TICKS,
         cmdline: readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' '),
       });
     } catch {

@@ -1,0 +1,382 @@
+// The system benchmark (`npm run bench`, after bench/receiver.ts): the whole system as a deployment
+// runs it (embedded PostgreSQL, a Temporal dev server on SQLite, a receiver and two workers as
+// processes, the sandbox target) measured against the limit of the same server, raw `workflow.start`:
+// end-to-end latency from webhook to the target's receipt unloaded and at half the maximum
+// throughput, a duplicate storm, and worker memory with held workflows waiting. CPU per event is
+// split by process, which shows where the time goes.
+import { randomUUID } from 'node:crypto';
+import os from 'node:os';
+import { parseArgs } from 'node:util';
+import { sandboxProvider } from '../src/providers/sandbox';
+import { signStandardWebhook } from '../src/providers/standard-webhooks';
+import { eventStartOptions } from '../src/receiver/start-event';
+import type { SandboxMode } from '../src/targets/sandbox';
+import type { handleEvent } from '../workflows';
+import { rssMiB, SYSTEM_SECRET, System } from './chaos/system';
+
+interface Options {
+  raw: number;
+  concurrency: number;
+  unloaded: number;
+  burst: number;
+  halfSeconds: number;
+  storm: number;
+  copies: number;
+  held: number;
+}
+
+function options(): Options {
+  const { values } = parseArgs({
+    options: {
+      raw: { type: 'string', default: '2000' },
+      concurrency: { type: 'string', default: '32' },
+      unloaded: { type: 'string', default: '30' },
+      burst: { type: 'string', default: '400' },
+      'half-seconds': { type: 'string', default: '60' },
+      storm: { type: 'string', default: '1000' },
+      copies: { type: 'string', default: '10' },
+      held: { type: 'string', default: '1000' },
+    },
+  });
+  return {
+    raw: Number(values.raw),
+    concurrency: Number(values.concurrency),
+    unloaded: Number(values.unloaded),
+    burst: Number(values.burst),
+    halfSeconds: Number(values['half-seconds']),
+    storm: Number(values.storm),
+    copies: Number(values.copies),
+    held: Number(values.held),
+  };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+
+/** A sandbox chat message in a conversation of its own, signed as a sender signs it. */
+function message(conversationId: string, target: SandboxMode = 'sandbox') {
+  const eventId = `evt_${conversationId}`;
+  const body = JSON.stringify({
+    type: 'message',
+    conversationId,
+    messageId: 'm1',
+    text: 'what are your opening hours?',
+    target,
+    sentAt: new Date().toISOString(),
+  });
+  return { eventId, body };
+}
+
+/** Runs `fn` over `items`, `limit` at a time. */
+async function inLanes<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) await fn(items[next++]!);
+    }),
+  );
+}
+
+class Bench {
+  constructor(private readonly system: System) {}
+
+  private get receiver(): string {
+    return this.system.receiverUrls[0]!;
+  }
+
+  /** Delivers one webhook until it is acknowledged (503 during a slow start is retried, as providers do). */
+  async deliver(eventId: string, body: string): Promise<number> {
+    for (;;) {
+      const response = await fetch(`${this.receiver}/webhooks/sandbox`, {
+        method: 'POST',
+        headers: signStandardWebhook(SYSTEM_SECRET, eventId, body),
+        body,
+      });
+      await response.arrayBuffer();
+      if (response.status !== 503) return response.status;
+      await sleep(500);
+    }
+  }
+
+  /** When the target received each conversation's reply (PostgreSQL's clock, same machine). */
+  async replies(conversationIds: string[]): Promise<Map<string, number>> {
+    const { rows } = await this.system.pool.query<{ conversation_id: string; at: Date; n: number }>(
+      `SELECT conversation_id, min(created_at) AS at, count(*)::int AS n FROM sandbox_messages
+        WHERE author = 'bot' AND conversation_id = ANY($1::text[]) GROUP BY conversation_id`,
+      [conversationIds],
+    );
+    return new Map(rows.map((r) => [r.conversation_id, r.at.getTime()]));
+  }
+
+  async waitForReplies(conversationIds: string[], timeoutMs = 30 * 60_000): Promise<Map<string, number>> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const got = await this.replies(conversationIds);
+      if (got.size === conversationIds.length) return got;
+      if (Date.now() > deadline)
+        throw new Error(`${conversationIds.length - got.size} replies missing after ${timeoutMs / 1000}s`);
+      await sleep(250);
+    }
+  }
+
+  /** The limit: raw `workflow.start` calls of the same event workflow on this server (a queue no worker polls). */
+  async rawStarts(
+    count: number,
+    concurrency: number,
+  ): Promise<{ perSecond: number; p50: number; p99: number }> {
+    const provider = sandboxProvider(SYSTEM_SECRET);
+    const events = Array.from({ length: count }, () => {
+      const { eventId, body } = message(`raw${randomUUID().slice(0, 12)}`);
+      const parsed = provider.parse({
+        rawBody: Buffer.from(body),
+        headers: signStandardWebhook(SYSTEM_SECRET, eventId, body),
+        params: {},
+        receivedAt: new Date(),
+        correlationId: randomUUID(),
+      });
+      if (parsed.kind !== 'events') throw new Error('the sandbox provider did not produce an event');
+      return parsed.events[0]!;
+    });
+    const latencies: number[] = [];
+    const began = performance.now();
+    await inLanes(events, concurrency, async (event) => {
+      const t = performance.now();
+      await this.system.client.client.workflow.start<typeof handleEvent>(
+        'handleEvent',
+        eventStartOptions(event, 'bench-raw-starts'),
+      );
+      latencies.push(performance.now() - t);
+    });
+    const seconds = (performance.now() - began) / 1000;
+    latencies.sort((a, b) => a - b);
+    return { perSecond: count / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+  }
+
+  /** One event at a time, each waited for at the target: latency with nothing else running. */
+  async unloaded(count: number): Promise<{ p50: number; p99: number }> {
+    const latencies: number[] = [];
+    for (let i = 0; i < count; i++) {
+      const conversationId = `u${randomUUID().slice(0, 12)}`;
+      const { eventId, body } = message(conversationId);
+      const sentAt = Date.now();
+      await this.deliver(eventId, body);
+      const at = (await this.waitForReplies([conversationId])).get(conversationId)!;
+      latencies.push(at - sentAt);
+    }
+    latencies.sort((a, b) => a - b);
+    return { p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+  }
+
+  /**
+   * Sends `count` events as fast as the receiver acknowledges them and times until the target has
+   * every reply: the most events per second the whole system completes.
+   */
+  async burst(
+    count: number,
+    concurrency: number,
+  ): Promise<{ completedPerSecond: number; acksPerSecond: number }> {
+    const conversations = Array.from({ length: count }, () => `b${randomUUID().slice(0, 12)}`);
+    const began = Date.now();
+    await inLanes(conversations, concurrency, async (conversationId) => {
+      const { eventId, body } = message(conversationId);
+      await this.deliver(eventId, body);
+    });
+    const acked = Date.now();
+    const replies = await this.waitForReplies(conversations);
+    const last = Math.max(...replies.values());
+    return {
+      completedPerSecond: count / ((last - began) / 1000),
+      acksPerSecond: count / ((acked - began) / 1000),
+    };
+  }
+
+  /** A steady rate for a while, each event timed from its webhook to the target's receipt. */
+  async paced(
+    perSecond: number,
+    seconds: number,
+  ): Promise<{ p50: number; p99: number; completedPerSecond: number }> {
+    const count = Math.max(1, Math.round(perSecond * seconds));
+    const sentAt = new Map<string, number>();
+    const began = Date.now();
+    const sends: Promise<number>[] = [];
+    for (let i = 0; i < count; i++) {
+      const due = began + (i * 1000) / perSecond;
+      if (due > Date.now()) await sleep(due - Date.now());
+      const conversationId = `p${randomUUID().slice(0, 12)}`;
+      const { eventId, body } = message(conversationId);
+      sentAt.set(conversationId, Date.now());
+      sends.push(this.deliver(eventId, body));
+    }
+    await Promise.all(sends);
+    const replies = await this.waitForReplies([...sentAt.keys()]);
+    const latencies = [...replies].map(([id, at]) => at - sentAt.get(id)!).sort((a, b) => a - b);
+    const last = Math.max(...replies.values());
+    return {
+      p50: percentile(latencies, 50),
+      p99: percentile(latencies, 99),
+      completedPerSecond: count / ((last - began) / 1000),
+    };
+  }
+
+  /** Each event delivered `copies` times at once; `lanes` events at a time. */
+  async storm(
+    count: number,
+    copies: number,
+    lanes: number,
+  ): Promise<{ accepted: number; duplicates: number; workflows: number; sends: number; seconds: number }> {
+    const conversations = Array.from({ length: count }, () => `s${randomUUID().slice(0, 12)}`);
+    let accepted = 0;
+    let duplicates = 0;
+    const began = Date.now();
+    await inLanes(conversations, lanes, async (conversationId) => {
+      const { eventId, body } = message(conversationId);
+      const statuses = await Promise.all(Array.from({ length: copies }, () => this.deliver(eventId, body)));
+      accepted += statuses.filter((s) => s === 202).length;
+      duplicates += statuses.filter((s) => s === 200).length;
+    });
+    await this.waitForReplies(conversations);
+    const seconds = (Date.now() - began) / 1000;
+    const counted = await this.system.pool.query<{ workflows: number; sends: number }>(
+      `SELECT (SELECT count(*)::int FROM events WHERE event_id = ANY($1::text[])) AS workflows,
+              (SELECT count(*)::int FROM sandbox_messages WHERE author = 'bot' AND conversation_id = ANY($2::text[])) AS sends`,
+      [conversations.map((c) => `evt_${c}`), conversations],
+    );
+    return { accepted, duplicates, ...counted.rows[0]!, seconds };
+  }
+
+  /**
+   * Holds `count` workflows (a blind target answering 500: unknown outcome, nobody can tell) on one
+   * worker and compares its RSS before and after.
+   */
+  async heldMemory(count: number): Promise<{ baselineMiB: number; heldMiB: number; held: number }> {
+    const worker = this.system.workers[0]!;
+    const baselineMiB = rssMiB(worker.pid);
+    const conversations = Array.from({ length: count }, () => `h${randomUUID().slice(0, 12)}`);
+    await inLanes(conversations, 16, async (conversationId) => {
+      const armed = await fetch(`${this.system.sandboxApiUrl}/faults`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ conversationId, fault: 'error-500' }),
+      });
+      if (!armed.ok) throw new Error(`arming a fault failed (${armed.status})`);
+    });
+    await inLanes(conversations, 16, async (conversationId) => {
+      const { eventId, body } = message(conversationId, 'sandbox-blind');
+      await this.deliver(eventId, body);
+    });
+    let held = 0;
+    const deadline = Date.now() + 30 * 60_000;
+    while (held < count && Date.now() < deadline) {
+      await sleep(1000);
+      const counted = await this.system.client.client.workflow.count(
+        'WorkflowType = "handleEvent" AND ExecutionStatus = "Running" AND ReplyState = "held"',
+      );
+      held = counted.count;
+    }
+    // Let the last activations and timers settle before reading memory.
+    await sleep(5000);
+    return { baselineMiB, heldMiB: rssMiB(worker.pid), held };
+  }
+}
+
+const fixed = (n: number, digits = 0) => n.toFixed(digits);
+
+async function main(): Promise<void> {
+  const opts = options();
+  console.log(
+    `machine: ${os.cpus().length} CPUs (${os.cpus()[0]?.model}), ${fixed(os.totalmem() / 2 ** 30, 1)} GiB, node ${process.version}, load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}`,
+  );
+  const system = await System.start({ receivers: 1, workers: 2 });
+  const bench = new Bench(system);
+  const rows: [string, string, string][] = [];
+  const cpuPerEvent = (before: ReturnType<System['cpuMs']>, events: number) => {
+    const after = system.cpuMs();
+    return (Object.keys(after) as (keyof typeof after)[])
+      .map((k) => `${k} ${fixed((after[k] - before[k]) / events, 1)}`)
+      .join(', ');
+  };
+  try {
+    console.log(`raw workflow.start × ${opts.raw} at concurrency ${opts.concurrency} (the limit)…`);
+    const limit = await bench.rawStarts(opts.raw, opts.concurrency);
+    rows.push([
+      'raw workflow.start (the limit)',
+      `${fixed(limit.perSecond)} /s (p50 ${fixed(limit.p50, 1)} ms, p99 ${fixed(limit.p99, 1)} ms)`,
+      '1.00',
+    ]);
+
+    console.log(`end-to-end, unloaded: ${opts.unloaded} events one at a time…`);
+    const unloaded = await bench.unloaded(opts.unloaded);
+    rows.push([
+      'end-to-end latency, unloaded',
+      `p50 ${fixed(unloaded.p50)} ms, p99 ${fixed(unloaded.p99)} ms`,
+      '',
+    ]);
+
+    console.log(`end-to-end, maximum: a burst of ${opts.burst} events…`);
+    let cpu = system.cpuMs();
+    const burst = await bench.burst(opts.burst, opts.concurrency);
+    const burstCpu = cpuPerEvent(cpu, opts.burst);
+    rows.push([
+      'end-to-end throughput, maximum (burst)',
+      `${fixed(burst.completedPerSecond, 1)} events/s (acks ${fixed(burst.acksPerSecond)} /s)`,
+      fixed(burst.completedPerSecond / limit.perSecond, 3),
+    ]);
+    rows.push(['CPU ms per event (burst)', burstCpu, '']);
+
+    const half = burst.completedPerSecond / 2;
+    console.log(`end-to-end at ${fixed(half, 1)} events/s for ${opts.halfSeconds} s…`);
+    const paced = await bench.paced(half, opts.halfSeconds);
+    rows.push([
+      `end-to-end latency at 50 % (${fixed(half, 1)} events/s)`,
+      `p50 ${fixed(paced.p50)} ms, p99 ${fixed(paced.p99)} ms (kept up: ${fixed(paced.completedPerSecond, 1)} /s)`,
+      fixed(half / limit.perSecond, 3),
+    ]);
+
+    console.log(`duplicate storm: ${opts.storm} events × ${opts.copies} concurrent copies…`);
+    cpu = system.cpuMs();
+    const storm = await bench.storm(opts.storm, opts.copies, Math.max(1, Math.floor(100 / opts.copies)));
+    rows.push([
+      `duplicate storm ${opts.storm} × ${opts.copies}: workflows / sends (must be ${opts.storm} / ${opts.storm})`,
+      `${storm.workflows} / ${storm.sends} (202×${storm.accepted}, 200×${storm.duplicates})`,
+      '',
+    ]);
+    rows.push([
+      'duplicate storm: requests acknowledged and replied per second',
+      `${fixed((opts.storm * opts.copies) / storm.seconds)} requests/s, ${fixed(opts.storm / storm.seconds, 1)} events/s`,
+      fixed(opts.storm / storm.seconds / limit.perSecond, 3),
+    ]);
+    rows.push(['CPU ms per event (storm)', cpuPerEvent(cpu, opts.storm), '']);
+
+    console.log(`worker memory: ${opts.held} held workflows on one worker…`);
+    await system.stopWorker(1);
+    const memory = await bench.heldMemory(opts.held);
+    rows.push([
+      `worker RSS with ${memory.held} held workflows waiting`,
+      `${fixed(memory.heldMiB)} MiB (before: ${fixed(memory.baselineMiB)} MiB, ${fixed(((memory.heldMiB - memory.baselineMiB) * 1024) / Math.max(memory.held, 1))} KiB per held)`,
+      '',
+    ]);
+  } finally {
+    await system.stop();
+    system.remove();
+  }
+  const width = Math.max(...rows.map(([name]) => name.length));
+  const valueWidth = Math.max(...rows.map(([, value]) => value.length));
+  console.log(`\n${'figure'.padEnd(width)}  ${'value'.padEnd(valueWidth)}  ÷ limit`);
+  for (const [name, value, ratio] of rows)
+    console.log(`${name.padEnd(width)}  ${value.padEnd(valueWidth)}  ${ratio}`);
+  console.log(
+    `load average at the end: ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}`,
+  );
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exitCode = 1;
+});
