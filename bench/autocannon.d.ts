@@ -10,11 +10,7 @@ declare module 'autocannon' {
   interface Options {
     url: string;
     connections?: number;
-    amount?: number;
     duration?: number;
-    overallRate?: number;
-    /** Time each request from its sending rather than from when the rate said it was due. */
-    ignoreCoordinatedOmission?: boolean;
     requests?: Request[];
   }
   interface Histogram {

@@ -32,8 +32,8 @@ const ENCRYPTION_KEY = Buffer.alloc(32, 9).toString('base64');
 const TASK_QUEUE = 'bench';
 /** Linux's USER_HZ, the unit of /proc/<pid>/stat CPU times. */
 const CLOCK_TICKS = 100;
-/** Connections (and raw loops) of the fixed-rate run. */
-const STEADY_CONNECTIONS = 10;
+/** Loops of the fixed-rate run, each waiting for its answer. */
+const STEADY_LOOPS = 10;
 const STORES = ['memory', 'file'] as const;
 type Store = (typeof STORES)[number];
 
@@ -46,7 +46,7 @@ interface Options {
    */
   seconds: number;
   rounds: number;
-  /** The steady run: requests per second and how long. @default 100 for 30 s */
+  /** The steady runs: requests per second and how long each (as many rounds). @default 100 for 6 s */
   rate: number;
   rateSeconds: number;
   /** @default memory,file */
@@ -88,6 +88,21 @@ async function withCpu(pids: Record<string, number>, run: () => Promise<Figures>
   return figures;
 }
 
+/**
+ * Waits until the dev server has worked off what the last run left it (its background work on the
+ * started workflows would otherwise slow the next run): its CPU below a fifth of a core, at most 15 s.
+ */
+async function settle(serverPid: number): Promise<void> {
+  const deadline = performance.now() + 15_000;
+  let last = cpuMs(serverPid);
+  while (performance.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const now = cpuMs(serverPid);
+    if (Number.isNaN(now) || now - last < 100) return;
+    last = now;
+  }
+}
+
 /** The dev server's process, found by its port (the CLI runs it as a child we do not hold). */
 function devServerPid(port: number): number {
   try {
@@ -108,7 +123,7 @@ function options(): Options {
       seconds: { type: 'string', default: '6' },
       rounds: { type: 'string', default: '7' },
       rate: { type: 'string', default: '100' },
-      'rate-seconds': { type: 'string', default: '30' },
+      'rate-seconds': { type: 'string', default: '6' },
       store: { type: 'string', default: 'memory,file' },
       profile: { type: 'string' },
     },
@@ -184,17 +199,20 @@ async function rawStarts(client: Client, seconds: number, concurrency: number): 
 }
 
 /**
- * `loops` loops start workflows at `rate` per second in all, each start timed from when it was sent,
- * a loop waiting for its answer before the next: the shape autocannon gives the receiver with
- * `connections` and `overallRate`. A loop that falls behind does not catch up.
+ * `loops` loops run `operation` at `rate` per second in all, evenly spread (autocannon's own rate
+ * limit fires each connection's quota back to back at the top of every second, which measures a
+ * burst, not a steady rate). Each operation is timed from when it was sent; a loop waits for its
+ * answer before the next and does not catch up when it falls behind, so the achieved rate shows
+ * whether the rate held. Only operations that resolve to true count.
  */
-async function rawStartsPaced(
-  client: Client,
+async function paced(
   rate: number,
   seconds: number,
   loops: number,
+  operation: () => Promise<boolean>,
 ): Promise<Figures> {
   const latencies: number[] = [];
+  let failed = 0;
   const began = performance.now();
   const until = began + seconds * 1000;
   const interval = (1000 * loops) / rate;
@@ -204,10 +222,9 @@ async function rawStartsPaced(
       while (due < until) {
         const wait = due - performance.now();
         if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-        const event = eventFor(signedMessage());
         const t = performance.now();
-        await client.workflow.start<typeof handleEvent>('handleEvent', eventStartOptions(event, TASK_QUEUE));
-        latencies.push(performance.now() - t);
+        if (await operation()) latencies.push(performance.now() - t);
+        else failed++;
         due = Math.max(due + interval, performance.now());
       }
     }),
@@ -218,14 +235,29 @@ async function rawStartsPaced(
     perSecond: latencies.length / ((performance.now() - began) / 1000),
     p50: percentile(latencies, 50),
     p99: percentile(latencies, 99),
+    refused: failed > 0 ? `${failed} not acknowledged` : undefined,
   };
 }
 
+async function rawStart(client: Client): Promise<boolean> {
+  const event = eventFor(signedMessage());
+  await client.workflow.start<typeof handleEvent>('handleEvent', eventStartOptions(event, TASK_QUEUE));
+  return true;
+}
+
+async function postWebhook(url: string): Promise<boolean> {
+  const message = signedMessage();
+  const response = await fetch(`${url}/webhooks/sandbox`, {
+    method: 'POST',
+    headers: message.headers,
+    body: message.body,
+  });
+  await response.arrayBuffer();
+  return response.status === 202;
+}
+
 /** autocannon against the receiver: every request a new, validly signed event. */
-async function receiverAcks(
-  url: string,
-  load: { duration: number; connections: number; overallRate?: number; ignoreCoordinatedOmission?: boolean },
-): Promise<Figures> {
+async function receiverAcks(url: string, load: { duration: number; connections: number }): Promise<Figures> {
   const result = await autocannon({
     url,
     ...load,
@@ -298,6 +330,8 @@ async function serve(): Promise<void> {
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const fixed = (n: number, digits = 0) => n.toFixed(digits);
+/** The machine's 1-minute load average: other work on the machine moves every figure. */
+const loadAverage = () => fixed(os.loadavg()[0]!, 1);
 const cpuText = (f: Figures) =>
   Object.entries(f.cpu ?? {})
     .map(([name, ms]) => `${name} ${fixed(ms, 2)}`)
@@ -341,36 +375,41 @@ async function measure(
     await rawStarts(client, 3, opts.concurrency);
     await receiverAcks(url, { duration: 3, connections: opts.concurrency });
 
+    // The steady runs first, while the server holds few workflows, in alternating pairs like the
+    // rounds below; both paced the same way and timed from sending. The achieved rate shows whether
+    // the rate held.
+    const rawSteady: Figures[] = [];
+    const steady: Figures[] = [];
+    for (let round = 1; round <= opts.rounds; round++) {
+      await settle(pids.server);
+      const r = await paced(opts.rate, opts.rateSeconds, STEADY_LOOPS, () => rawStart(client));
+      await settle(pids.server);
+      const a = await paced(opts.rate, opts.rateSeconds, STEADY_LOOPS, () => postWebhook(url));
+      rawSteady.push(r);
+      steady.push(a);
+      console.log(
+        `  at ${opts.rate}/s, round ${round} (load ${loadAverage()}): raw ${fixed(r.perSecond)} starts/s (${latency(r)}); ` +
+          `receiver ${fixed(a.perSecond)} acks/s (${latency(a)})${a.refused ? ` [${a.refused}]` : ''}`,
+      );
+    }
+
     const raw: Figures[] = [];
     const acks: Figures[] = [];
     for (let round = 1; round <= opts.rounds; round++) {
+      await settle(pids.server);
       const r = await withCpu(pids, () => rawStarts(client, opts.seconds, opts.concurrency));
+      await settle(pids.server);
       const a = await withCpu(pids, () =>
         receiverAcks(url, { duration: opts.seconds, connections: opts.concurrency }),
       );
       raw.push(r);
       acks.push(a);
       console.log(
-        `  round ${round}: raw ${fixed(r.perSecond)} starts/s (${latency(r)}); receiver ${fixed(a.perSecond)} acks/s ` +
+        `  round ${round} (load ${loadAverage()}): raw ${fixed(r.perSecond)} starts/s (${latency(r)}); receiver ${fixed(a.perSecond)} acks/s ` +
           `(${latency(a)})${a.refused ? ` [not acknowledged: ${a.refused}]` : ''}; ratio ${fixed(a.perSecond / r.perSecond, 2)}`,
       );
       console.log(`    CPU ms per raw start: ${cpuText(r)}; per ack: ${cpuText(a)}`);
     }
-    // Both paced the same way and timed from sending; the achieved rate says whether it held.
-    const rawSteady = await rawStartsPaced(client, opts.rate, opts.rateSeconds, STEADY_CONNECTIONS);
-    console.log(
-      `  raw starts paced at ${opts.rate}/s for ${opts.rateSeconds} s: ${fixed(rawSteady.perSecond)} starts/s (${latency(rawSteady)})`,
-    );
-    const steady = await receiverAcks(url, {
-      duration: opts.rateSeconds,
-      connections: STEADY_CONNECTIONS,
-      overallRate: opts.rate,
-      ignoreCoordinatedOmission: true,
-    });
-    console.log(
-      `  receiver paced at ${opts.rate} req/s for ${opts.rateSeconds} s: ${fixed(steady.perSecond)} acks/s (${latency(steady)})` +
-        `${steady.refused ? ` [not acknowledged: ${steady.refused}]` : ''}`,
-    );
     const ratios = acks.map((a, i) => a.perSecond / raw[i]!.perSecond);
     return [
       store,
@@ -379,8 +418,8 @@ async function measure(
       fixed(median(acks.map((a) => a.perSecond))),
       `${fixed(median(acks.map((a) => a.p50)), 1)} / ${fixed(median(acks.map((a) => a.p99)), 1)}`,
       fixed(median(ratios), 2),
-      `${fixed(steady.p99, 1)} at ${fixed(steady.perSecond)}/s${steady.refused ? ' (some refused)' : ''}`,
-      `${fixed(rawSteady.p99, 1)} at ${fixed(rawSteady.perSecond)}/s`,
+      `${fixed(median(steady.map((a) => a.p99)), 1)} at ${fixed(median(steady.map((a) => a.perSecond)))}/s`,
+      `${fixed(median(rawSteady.map((r) => r.p99)), 1)} at ${fixed(median(rawSteady.map((r) => r.perSecond)))}/s`,
     ];
   } finally {
     for (const stop of stops) await stop().catch(() => {});
@@ -400,8 +439,8 @@ async function main(): Promise<void> {
         .join(' ')}`,
   );
   console.log(
-    `concurrency ${opts.concurrency}, ${opts.rounds} rounds of ${opts.seconds} s per path, ` +
-      `then ${opts.rate} req/s for ${opts.rateSeconds} s`,
+    `${opts.rounds} rounds per path of ${opts.rate} req/s for ${opts.rateSeconds} s, ` +
+      `then ${opts.rounds} rounds of ${opts.seconds} s at concurrency ${opts.concurrency}`,
   );
   const pg = await startEmbeddedPostgres({ dir: path.join(dir, 'postgres'), ephemeral: true });
   try {
