@@ -13,12 +13,7 @@ import { createResponder } from './responders';
 import { loadRouteFile, planner, RouteFileError, routeTargetProblems } from './routes';
 import { createTargets } from './targets';
 import { connectionSecurity, dataConverter, keyring } from './temporal/client';
-import {
-  createWorkerMetrics,
-  type MetricsServer,
-  serveWorkerMetrics,
-  type WorkerMetrics,
-} from './worker-metrics';
+import { createWorkerMetrics, serveWorkerMetrics, type WorkerMetrics } from './worker-metrics';
 
 export const WORKFLOWS_PATH = path.resolve(__dirname, '..', 'workflows');
 
@@ -111,18 +106,24 @@ export async function createWorker(
     metrics,
     ...options.deps,
   });
-  const worker = await Worker.create({
-    connection,
-    namespace: config.TEMPORAL_NAMESPACE,
-    taskQueue: config.TEMPORAL_TASK_QUEUE,
-    activities,
-    dataConverter: dataConverter(options.encryptionKey, keyring(config)),
-    // On SIGTERM (a rolling deploy) a send in flight may finish: cancelling it would turn a reply that
-    // probably went out into an unknown outcome for the next worker to look up or hold.
-    shutdownGraceTime: config.SEND_TIMEOUT,
-    ...(options.workerOptions?.workflowBundle ? {} : { workflowsPath: WORKFLOWS_PATH }),
-    ...options.workerOptions,
-  });
+  let worker: Worker;
+  try {
+    worker = await Worker.create({
+      connection,
+      namespace: config.TEMPORAL_NAMESPACE,
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+      activities,
+      dataConverter: dataConverter(options.encryptionKey, keyring(config)),
+      // On SIGTERM (a rolling deploy) a send in flight may finish: cancelling it would turn a reply that
+      // probably went out into an unknown outcome for the next worker to look up or hold.
+      shutdownGraceTime: config.SEND_TIMEOUT,
+      ...(options.workerOptions?.workflowBundle ? {} : { workflowsPath: WORKFLOWS_PATH }),
+      ...options.workerOptions,
+    });
+  } catch (err) {
+    await connection.close();
+    throw err;
+  }
   return { worker, connection, metrics };
 }
 
@@ -130,18 +131,19 @@ export async function createWorker(
 export async function startWorker(options: WorkerSetup): Promise<WorkerHandle> {
   const metricsPort = options.config.WORKER_METRICS_PORT;
   if (metricsPort > 0) installRuntime({ sdkMetricsPort: await freePort() });
-  const { worker, connection, metrics } = await createWorker(options);
-  let metricsServer: MetricsServer | undefined;
+  const metrics = options.deps?.metrics ?? createWorkerMetrics(options.pool);
+  // The metrics port is taken before the worker exists: a port in use then fails the start with its
+  // own message, instead of leaving a created worker that holds the connection open.
+  const metricsServer =
+    metricsPort > 0
+      ? await serveWorkerMetrics({ port: metricsPort, metrics, sdkMetricsUrl, logger: options.logger })
+      : undefined;
+  let worker: Worker;
+  let connection: NativeConnection;
   try {
-    if (metricsPort > 0)
-      metricsServer = await serveWorkerMetrics({
-        port: metricsPort,
-        metrics,
-        sdkMetricsUrl,
-        logger: options.logger,
-      });
+    ({ worker, connection } = await createWorker({ ...options, deps: { ...options.deps, metrics } }));
   } catch (err) {
-    await connection.close();
+    await metricsServer?.stop();
     throw err;
   }
   const running = worker.run().finally(() => connection.close());

@@ -106,8 +106,14 @@ describe('two receivers and two workers as separate processes (one dev server, o
     };
     receivers = ports.map((port) => spawnRole('receiver', { ...env, PORT: String(port) }));
     // The sandbox target lives on the receivers and keeps its state in PostgreSQL: any one will do.
-    workers = [1, 2].map(() =>
-      spawnRole('worker', { ...env, SANDBOX_API_URL: `${receiverUrls[0]}/sandbox/api` }),
+    // Two workers on one host need two metrics ports (in compose each container has its own).
+    const metricsPorts = [await freePort(), await freePort()];
+    workers = metricsPorts.map((metricsPort) =>
+      spawnRole('worker', {
+        ...env,
+        SANDBOX_API_URL: `${receiverUrls[0]}/sandbox/api`,
+        WORKER_METRICS_PORT: String(metricsPort),
+      }),
     );
     temporalClient = await connectClient(server.address, 'default', TEST_ENCRYPTION_KEY);
     const all = [...receivers, ...workers];

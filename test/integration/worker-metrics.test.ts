@@ -25,6 +25,13 @@ describe('worker metrics: our metrics and the Temporal SDK runtime metrics on WO
   let worker: ChildProcess;
   let stderr = '';
   let metricsUrl = '';
+  let workerEnv: NodeJS.ProcessEnv = {};
+  const spawnWorker = (env: NodeJS.ProcessEnv) =>
+    spawn(process.execPath, [path.join(PROJECT_ROOT, 'bin/replyflow.js'), 'worker'], {
+      cwd: PROJECT_ROOT,
+      env,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
 
   const scrape = async () => (await fetch(metricsUrl)).text();
   /** Polls the endpoint until `check` holds for what it serves (an observation, not a sleep). */
@@ -46,22 +53,19 @@ describe('worker metrics: our metrics and the Temporal SDK runtime metrics on WO
     temporal = await connectClient(server.address, 'default', TEST_ENCRYPTION_KEY);
     const port = await freePort();
     metricsUrl = `http://127.0.0.1:${port}/metrics`;
-    worker = spawn(process.execPath, [path.join(PROJECT_ROOT, 'bin/replyflow.js'), 'worker'], {
-      cwd: PROJECT_ROOT,
-      env: {
-        PATH: process.env.PATH,
-        TEMPORAL_ADDRESS: server.address,
-        DATABASE_URL: db.url,
-        REPLYFLOW_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
-        REPLYFLOW_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'replyflow-metrics-')),
-        TEMPORAL_TASK_QUEUE: taskQueue,
-        WORKER_METRICS_PORT: String(port),
-        SANDBOX_API_URL: fake.url,
-        LOG_LEVEL: 'silent',
-        REPLYFLOW_SDK_LOG_LEVEL: 'ERROR',
-      },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    workerEnv = {
+      PATH: process.env.PATH,
+      TEMPORAL_ADDRESS: server.address,
+      DATABASE_URL: db.url,
+      REPLYFLOW_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
+      REPLYFLOW_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'replyflow-metrics-')),
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      WORKER_METRICS_PORT: String(port),
+      SANDBOX_API_URL: fake.url,
+      LOG_LEVEL: 'silent',
+      REPLYFLOW_SDK_LOG_LEVEL: 'ERROR',
+    };
+    worker = spawnWorker(workerEnv);
     worker.stderr?.on('data', (chunk: Buffer) => {
       stderr = (stderr + chunk.toString()).slice(-4000);
     });
@@ -182,5 +186,22 @@ describe('worker metrics: our metrics and the Temporal SDK runtime metrics on WO
     text = await until('SDK task metrics', (t) => /^temporal_workflow_completed_total\{/m.test(t));
     assert.match(text, /^temporal_activity_execution_latency_(bucket|count)\{/m);
     assert.match(text, /^process_cpu_seconds_total /m);
+  });
+
+  it('refuses to start a second worker on a metrics port in use, saying which, and exits', async () => {
+    const second = spawnWorker({ ...workerEnv, LOG_LEVEL: 'error' });
+    let output = '';
+    second.stderr?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    const code = await new Promise<number | null>((resolve) => second.once('exit', resolve));
+    assert.equal(code, 1);
+    assert.match(
+      output,
+      new RegExp(`WORKER_METRICS_PORT ${workerEnv.WORKER_METRICS_PORT} is already in use`),
+    );
+    assert.doesNotMatch(output, /Cannot close connection/);
+    // The first worker is unaffected.
+    assert.equal(worker.exitCode, null);
   });
 });
