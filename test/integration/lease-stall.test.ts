@@ -8,13 +8,7 @@ import type { Config } from '../../src/config';
 import type { Pool } from '../../src/db/pool';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import type { handleEvent } from '../../workflows';
-import {
-  approveSignal,
-  type OperatorDecision,
-  reprocessSignal,
-  resolveSignal,
-  statusQuery,
-} from '../../workflows/messages';
+import { approveSignal, resolveSignal } from '../../workflows/messages';
 import { FakeTarget } from '../helpers/fake-target';
 import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
 import { FAST_POLICY, sandboxEvent, testConfig, uniqueId, withWorker } from '../helpers/system';
@@ -282,28 +276,23 @@ describe('the sending lease against stalled send attempts (dev server, PostgreSQ
     assert.equal(fake.deliveredTo(conversationId).length, 1);
   });
 
-  it('refuses a blind reprocess when the retry budget ran out on an attempt that may have written', async () => {
+  it('holds, not fails, when the retry budget ran out on an attempt that may have written', async () => {
     const conversationId = uniqueId('c');
     let wake!: () => void;
     const woken = new Promise<void>((resolve) => {
       wake = resolve;
     });
     // The target commits the reply; the worker pauses before recording it, past its timeout, and with
-    // one attempt allowed Temporal gives up: the workflow parks the effect as failed.
+    // one attempt allowed Temporal gives up. The row still says `sending`: the last attempt may have
+    // written, and a blind target cannot be asked, so the effect is held for people, not parked as a
+    // failure one person could reprocess into a second reply.
     const recording = new QueryGate('before', isSentRecord, () => woken);
     const policy = { ...FAST_POLICY, sendTimeoutMs: 3000, maxAttempts: 1 };
-    const { reprocess, result } = await withWorker(
+    const { held, result } = await withWorker(
       { address, config, deps: { pool: gatedPool(realPool, [recording]), policy } },
       async () => {
         const handle = await start(conversationId, 'sandbox-blind');
-        await waitForState(handle, 'failed', 60_000);
-        await handle.signal(reprocessSignal, { operator: 'alice', reason: 'the target is healthy again' });
-        let reprocess: OperatorDecision | undefined;
-        await until('the reprocess was judged', async () => {
-          const view = await handle.query(statusQuery);
-          reprocess = view.operatorHistory.find((d) => d.signal === 'reprocess');
-          return reprocess !== undefined;
-        });
+        const held = await waitForState(handle, 'held', 60_000);
         // The operator looks at the conversation, finds the reply, and says so.
         const [reply] = fake.deliveredTo(conversationId);
         await handle.signal(resolveSignal, {
@@ -314,11 +303,10 @@ describe('the sending lease against stalled send attempts (dev server, PostgreSQ
         });
         const result = await handle.result();
         wake();
-        return { reprocess: reprocess!, result };
+        return { held, result };
       },
     );
-    assert.equal(reprocess.result, 'rejected');
-    assert.match(reprocess.detail ?? '', /may have reached the target, which cannot be asked/);
+    assert.match(held.recommendedAction ?? '', /cannot be asked/);
     assert.equal(result.state, 'succeeded');
     const row = await effectOf(conversationId);
     assert.equal(row.status, 'succeeded');

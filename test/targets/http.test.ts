@@ -252,7 +252,11 @@ describe('configured routes and generic HTTP targets through the event workflow'
       (err: unknown) => err,
     );
     assert.ok(failure instanceof WorkflowFailedError);
-    const cause = (failure.cause as Error & { cause?: Error }).cause;
+    // The activity's ApplicationFailure, wrapped in an ActivityFailure or not depending on whether it
+    // ran as a local activity: the operator sees the innermost message either way.
+    let cause: Error | undefined = failure.cause;
+    while (cause && (cause as Error & { cause?: Error }).cause)
+      cause = (cause as Error & { cause?: Error }).cause;
     assert.match(
       cause?.message ?? '',
       /route refund-to-orders: .*needs \{data\.object\.metadata\.(shop|order)\}/,
