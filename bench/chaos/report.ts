@@ -334,7 +334,8 @@ export function formatReport(report: ChaosReport, title: string): string {
     lines.push('', 'held items and the injected fault that explains each:');
     for (const h of report.held)
       lines.push(
-        `  ${h.businessKey} (${h.flavour}): ${h.explanation ?? `UNEXPLAINED (last error: ${h.lastError})`}`,
+        `  ${h.businessKey} (${h.flavour}): ${h.explanation ?? 'UNEXPLAINED'}`,
+        `      last error: ${h.lastError ?? '(none)'}`,
       );
   }
   const problems: string[] = [
