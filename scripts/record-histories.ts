@@ -1,7 +1,9 @@
 // Records the histories that test/workflow/replay.test.ts replays: one per path of the event workflow
 // and one of a conversation's turns workflow. Run it after a deliberate, compatible workflow change:
 //   npm run record-histories
-// (then commit test/histories/*.json). Uses the same real servers and fakes as the tests.
+// (then commit test/histories/*.json). Histories of older workflow versions stay as v<N>-*.json: the
+// replay test keeps proving that workflows started by earlier releases still run. Uses the same real
+// servers and fakes as the tests.
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { connectClient } from '../src/temporal/client';
