@@ -23,6 +23,7 @@ interface Options {
   storm: number;
   copies: number;
   held: number;
+  store: 'file' | 'memory';
 }
 
 function options(): Options {
@@ -36,8 +37,13 @@ function options(): Options {
       storm: { type: 'string', default: '1000' },
       copies: { type: 'string', default: '10' },
       held: { type: 'string', default: '1000' },
+      store: { type: 'string', default: 'file' },
     },
   });
+  if (values.store !== 'file' && values.store !== 'memory') {
+    console.error('--store must be file (SQLite, as npm start runs it) or memory');
+    process.exit(2);
+  }
   return {
     raw: Number(values.raw),
     concurrency: Number(values.concurrency),
@@ -47,6 +53,7 @@ function options(): Options {
     storm: Number(values.storm),
     copies: Number(values.copies),
     held: Number(values.held),
+    store: values.store,
   };
 }
 
@@ -290,7 +297,8 @@ async function main(): Promise<void> {
       .map((l) => l.toFixed(1))
       .join(' ')}`,
   );
-  const system = await System.start({ receivers: 1, workers: 2 });
+  console.log(`Temporal dev server store: ${opts.store}`);
+  const system = await System.start({ receivers: 1, workers: 2, temporalStore: opts.store });
   const bench = new Bench(system);
   const rows: [string, string, string][] = [];
   const cpuPerEvent = (before: ReturnType<System['cpuMs']>, events: number) => {

@@ -36,6 +36,11 @@ export interface SystemOptions {
   env?: Record<string, string>;
   /** Settings for workers only (e.g. concurrency limits under test). */
   workerEnv?: Record<string, string>;
+  /**
+   * Where the dev server keeps its state: a SQLite file as `npm start` runs it (the default), or memory,
+   * which shows the server without its disk (the benchmark's bound). restartTemporal needs the file.
+   */
+  temporalStore?: 'file' | 'memory';
 }
 
 /** A `replyflow receiver|worker` child process; its output goes to a log file in the run's directory. */
@@ -121,7 +126,12 @@ export class System {
     mkdirSync(path.join(this.dir, 'logs'));
     const [postgres, temporal] = await Promise.all([
       startEmbeddedPostgres({ dir: path.join(this.dir, 'postgres') }),
-      startDevServer({ port: 0, dbFile: path.join(this.dir, 'temporal.sqlite') }),
+      startDevServer({
+        port: 0,
+        ...(this.options.temporalStore === 'memory'
+          ? {}
+          : { dbFile: path.join(this.dir, 'temporal.sqlite') }),
+      }),
     ]);
     this.postgres = postgres;
     this.temporal = temporal;
@@ -276,7 +286,10 @@ export class System {
     const pids = (procs: RoleProcess[]) => new Set(procs.map((p) => p.pid));
     const [receivers, workers] = [pids(this.receivers), pids(this.workers)];
     return {
-      temporal: sum((p) => p.cmdline.includes('start-dev') && p.cmdline.includes(this.dir)),
+      // Its port names it (an in-memory server has no file under the run's directory).
+      temporal: sum(
+        (p) => p.cmdline.includes('start-dev') && p.cmdline.includes(` --port ${this.temporalPort} `),
+      ),
       postgres: sum((p) => p.pid === postmaster?.pid || p.ppid === postmaster?.pid),
       receivers: sum((p) => receivers.has(p.pid)),
       workers: sum((p) => workers.has(p.pid)),
@@ -291,6 +304,8 @@ export class System {
 
   /** Stops the dev server (SIGTERM) and starts it again on the same port and SQLite file. */
   async restartTemporal(downMs: number): Promise<void> {
+    if (this.options.temporalStore === 'memory')
+      throw new Error('an in-memory dev server loses everything on restart: use the file store');
     await this.temporal.stop();
     if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
     this.temporal = await startDevServer({
