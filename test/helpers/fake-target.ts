@@ -1,7 +1,7 @@
 // A fake of the sandbox target API as a real HTTP server: it records every request and misbehaves on
 // command, the way real providers do (lost responses, 429 with Retry-After, 5xx, hangs).
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type Listening, listenLocally } from './fakes/base';
 
 export type Behaviour =
   | 'accept'
@@ -37,8 +37,7 @@ export class FakeTarget {
   private readonly byKey = new Map<string, number>();
   /** Lookups miss this many times before they see a committed reply (consistency delay). */
   lookupMisses = 0;
-  private server?: http.Server;
-  private readonly sockets = new Set<import('node:net').Socket>();
+  private listening?: Listening;
   url = '';
 
   /** Every accepted send is answered after this delay unless its behaviour says otherwise. */
@@ -59,19 +58,13 @@ export class FakeTarget {
   }
 
   async start(): Promise<this> {
-    this.server = http.createServer((req, res) => this.handle(req, res));
-    this.server.on('connection', (s) => {
-      this.sockets.add(s);
-      s.on('close', () => this.sockets.delete(s));
-    });
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    this.listening = await listenLocally(http.createServer((req, res) => this.handle(req, res)));
+    this.url = this.listening.url;
     return this;
   }
 
   async stop(): Promise<void> {
-    for (const s of this.sockets) s.destroy();
-    await new Promise<void>((resolve) => this.server?.close(() => resolve()) ?? resolve());
+    await this.listening?.close();
   }
 
   private handle(req: http.IncomingMessage, res: http.ServerResponse) {

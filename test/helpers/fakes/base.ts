@@ -33,8 +33,7 @@ export abstract class FakeApi {
   readonly requests: Recorded[] = [];
   url = '';
   private readonly script: Fault[] = [];
-  private server?: http.Server;
-  private readonly sockets = new Set<Socket>();
+  private listening?: Listening;
 
   /** Queues faults for the next writes; once the script runs out, writes are accepted. */
   next(...faults: Fault[]): this {
@@ -50,7 +49,7 @@ export abstract class FakeApi {
   }
 
   async start(): Promise<this> {
-    this.server = http.createServer((req, res) => {
+    const server = http.createServer((req, res) => {
       let raw = '';
       req.setEncoding('utf8');
       req.on('data', (chunk: string) => {
@@ -70,18 +69,13 @@ export abstract class FakeApi {
         this.handle(recorded, res);
       });
     });
-    this.server.on('connection', (s) => {
-      this.sockets.add(s);
-      s.on('close', () => this.sockets.delete(s));
-    });
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    this.listening = await listenLocally(server);
+    this.url = this.listening.url;
     return this;
   }
 
   async stop(): Promise<void> {
-    for (const s of this.sockets) s.destroy();
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+    await this.listening?.close();
   }
 
   protected abstract handle(request: Recorded, res: http.ServerResponse): unknown;
@@ -121,4 +115,27 @@ function parseBody(raw: string, contentType = ''): Record<string, unknown> {
   } catch {
     return { raw };
   }
+}
+
+export interface Listening {
+  url: string;
+  /** Closes the server, cutting kept-alive connections instead of waiting for their clients. */
+  close(): Promise<void>;
+}
+
+/** Listens on a free port of 127.0.0.1, tracking connections so that a fake stops at once. */
+export async function listenLocally(server: http.Server): Promise<Listening> {
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
 }
