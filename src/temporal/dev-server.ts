@@ -3,11 +3,11 @@
 // provider's redelivery window. Used by `replyflow start` when TEMPORAL_ADDRESS is unset, and by tests.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
 import { ALL_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
+import { freePort, portIsFree } from '../ports';
 import { findTemporalCli } from './binaries';
 
 /** Longer than the longest provider redelivery window we know (Stripe and GitHub: 3 days). */
@@ -39,25 +39,6 @@ export class DevServerStartError extends Error {
   override name = 'DevServerStartError';
 }
 
-export async function portIsFree(port: number, host = '127.0.0.1'): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = net.createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, host, () => server.close(() => resolve(true)));
-  });
-}
-
-async function pickPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
@@ -72,7 +53,7 @@ function stopChild(child: ChildProcess): Promise<void> {
 
 export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
   const cli = findTemporalCli();
-  const port = options.port === 0 ? await pickPort() : (options.port ?? 7233);
+  const port = options.port === 0 ? await freePort() : (options.port ?? 7233);
   const namespace = options.namespace ?? 'default';
   for (const [what, p] of [
     ['Temporal gRPC', port],

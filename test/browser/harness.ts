@@ -7,7 +7,7 @@ import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import type { Config } from '../../src/config';
-import { freePort } from '../../src/embedded/postgres';
+import { freePort } from '../../src/ports';
 import { type ReceiverHandle, startReceiver } from '../../src/receiver';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import { type DevServer, startDevServer } from '../../src/temporal/dev-server';

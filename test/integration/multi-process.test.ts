@@ -4,10 +4,10 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
+import { freePort } from '../../src/ports';
 import { signStandardWebhook } from '../../src/providers/standard-webhooks';
 import { PROJECT_ROOT } from '../../src/temporal/binaries';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
@@ -48,17 +48,6 @@ async function stopRole(role: RoleProcess): Promise<void> {
   role.child.kill('SIGTERM');
   await role.exited;
   clearTimeout(killer);
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** Polls `probe` (an observation, not a sleep standing in for one) until it holds or a process died. */

@@ -6,7 +6,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort } from '../../src/embedded/postgres';
+import { freePort } from '../../src/ports';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import { resolveSignal } from '../../workflows/messages';
 import { FakeTarget } from '../helpers/fake-target';
