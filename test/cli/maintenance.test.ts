@@ -3,40 +3,18 @@
 // keeps what dedupe needs. Real dev server, PostgreSQL and a worker on this suite's own queue.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { Client } from '@temporalio/client';
-import type { Config } from '../../src/config';
 import type { AuditEntry } from '../../src/operator/audit';
 import type { PurgeReport } from '../../src/operator/purge';
 import type { ReconcileReport } from '../../src/operator/reconcile';
-import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import { resolveSignal } from '../../workflows/messages';
-import { FakeTarget } from '../helpers/fake-target';
-import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { sandboxEvent, startTestWorker, testConfig, uniqueId } from '../helpers/system';
+import { database } from '../helpers/servers';
+import { sandboxEvent, uniqueId, workerSuite } from '../helpers/system';
 import { auditRows, startEvent, waitForState } from '../helpers/workflows';
 import { cli, cliJson, eventually } from './harness';
 
 describe('operator CLI: reconcile, audit, conversation, purge (dev server, PostgreSQL, a worker)', function () {
   this.timeout(180_000);
-  let fake: FakeTarget;
-  let config: Config;
-  let temporal: TemporalClient;
-  let client: Client;
-  let worker: { stop(): Promise<void> };
-
-  before(async () => {
-    const [server] = await Promise.all([devServer(), database()]);
-    fake = await new FakeTarget().start();
-    config = testConfig({ SANDBOX_API_URL: fake.url });
-    temporal = await connectClient(server.address, 'default', TEST_ENCRYPTION_KEY);
-    client = temporal.client;
-    worker = await startTestWorker({ address: server.address, config });
-  });
-  after(async () => {
-    await worker?.stop();
-    await temporal?.close();
-    await fake?.stop();
-  });
+  const suite = workerSuite();
 
   const pool = async () => (await database()).pool;
 
@@ -77,7 +55,7 @@ describe('operator CLI: reconcile, audit, conversation, purge (dev server, Postg
     ]);
     // A workflow that closed without writing its outcome to the ledger.
     const event = sandboxEvent({ conversationId: uniqueId('c') });
-    await (await startEvent(client, config.TEMPORAL_TASK_QUEUE, event)).result();
+    await (await startEvent(suite.temporal.client, suite.config.TEMPORAL_TASK_QUEUE, event)).result();
     await (await pool()).query('UPDATE events SET outcome = NULL WHERE event_id = $1', [event.eventId]);
 
     const result = await cli(['reconcile', '--json']);
@@ -118,10 +96,10 @@ describe('operator CLI: reconcile, audit, conversation, purge (dev server, Postg
   });
 
   it('records the delivered alert of held work, which reconcile looks for', async () => {
-    fake.next('accept-then-drop');
+    suite.fake.next('accept-then-drop');
     const handle = await startEvent(
-      client,
-      config.TEMPORAL_TASK_QUEUE,
+      suite.temporal.client,
+      suite.config.TEMPORAL_TASK_QUEUE,
       sandboxEvent({ conversationId: uniqueId('c'), messageId: 'm1', target: 'sandbox-blind' }),
     );
     await waitForState(handle, 'held');

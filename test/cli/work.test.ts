@@ -2,56 +2,34 @@
 // this suite's own queue whose sandbox target is a fake: finding work, reading it, deciding it (one
 // workflow or a selection), and refusals by role, each asserted on rows, sends and workflow state.
 import assert from 'node:assert/strict';
-import type { Client, WorkflowHandle } from '@temporalio/client';
-import type { Config } from '../../src/config';
+import type { WorkflowHandle } from '@temporalio/client';
 import type { DecisionOutcome } from '../../src/operator/decisions';
 import type { Inspection } from '../../src/operator/inspect';
 import type { SelectionItem } from '../../src/operator/selection';
 import type { WorkItem } from '../../src/operator/workflows';
-import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import { resolveSignal, statusQuery } from '../../workflows/messages';
-import { FakeTarget } from '../helpers/fake-target';
-import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { sandboxEvent, startTestWorker, testConfig, uniqueId } from '../helpers/system';
+import { sandboxEvent, uniqueId, workerSuite } from '../helpers/system';
 import { auditRows, effectRows, startEvent, waitForState } from '../helpers/workflows';
 import { cli, cliJson, cliProcess, eventually } from './harness';
 
 describe('operator CLI: held and failed work (dev server, PostgreSQL, a worker, a fake target)', function () {
   this.timeout(180_000);
-  let fake: FakeTarget;
-  let config: Config;
-  let temporal: TemporalClient;
-  let client: Client;
-  let worker: { stop(): Promise<void> };
+  const suite = workerSuite();
 
-  before(async () => {
-    const [server] = await Promise.all([devServer(), database()]);
-    fake = await new FakeTarget().start();
-    config = testConfig({ SANDBOX_API_URL: fake.url });
-    temporal = await connectClient(server.address, 'default', TEST_ENCRYPTION_KEY);
-    client = temporal.client;
-    worker = await startTestWorker({ address: server.address, config });
-  });
-  after(async () => {
-    await worker?.stop();
-    await temporal?.close();
-    await fake?.stop();
-  });
-
-  const queue = () => config.TEMPORAL_TASK_QUEUE;
+  const queue = () => suite.config.TEMPORAL_TASK_QUEUE;
   const PRIVATE_TEXT = 'my card number is 4242 and my address is secret street';
 
   /** A held workflow: the blind target commits the reply and the response is lost. */
   async function held(): Promise<{ handle: WorkflowHandle; conversationId: string }> {
     const conversationId = uniqueId('c');
-    fake.next('accept-then-drop');
+    suite.fake.next('accept-then-drop');
     const event = sandboxEvent({
       conversationId,
       messageId: 'm1',
       target: 'sandbox-blind',
       text: PRIVATE_TEXT,
     });
-    const handle = await startEvent(client, queue(), event);
+    const handle = await startEvent(suite.temporal.client, queue(), event);
     await waitForState(handle, 'held');
     return { handle, conversationId };
   }
@@ -59,8 +37,12 @@ describe('operator CLI: held and failed work (dev server, PostgreSQL, a worker, 
   /** A failed workflow: the target answers 404, a permanent error. */
   async function failed(): Promise<{ handle: WorkflowHandle; conversationId: string }> {
     const conversationId = uniqueId('c');
-    fake.next({ status: 404 });
-    const handle = await startEvent(client, queue(), sandboxEvent({ conversationId, messageId: 'm1' }));
+    suite.fake.next({ status: 404 });
+    const handle = await startEvent(
+      suite.temporal.client,
+      queue(),
+      sandboxEvent({ conversationId, messageId: 'm1' }),
+    );
     await waitForState(handle, 'failed');
     return { handle, conversationId };
   }
@@ -138,7 +120,7 @@ describe('operator CLI: held and failed work (dev server, PostgreSQL, a worker, 
     assert.equal(text.code, 0);
     assert.match(text.stdout, /awaiting_approval/);
     assert.match(text.stdout, /asked by alice: nothing arrived/);
-    const reply = fake.deliveredTo(conversationId)[0]!.text;
+    const reply = suite.fake.deliveredTo(conversationId)[0]!.text;
     for (const output of [text.stdout, JSON.stringify(shown)]) {
       assert.ok(!output.includes(PRIVATE_TEXT), 'the incoming message text is never printed');
       assert.ok(!output.includes(reply), 'the reply text is never printed');
@@ -149,7 +131,7 @@ describe('operator CLI: held and failed work (dev server, PostgreSQL, a worker, 
   it('marks a held item sent through the real executable: no send, the workflow completes, one audit row', async () => {
     const { handle, conversationId } = await held();
     const [effect] = await effectRows(keyOf(conversationId));
-    const sendsBefore = fake.sendsFor(effect.id).length;
+    const sendsBefore = suite.fake.sendsFor(effect.id).length;
     const result = await cliProcess(
       [
         'resolve',
@@ -168,7 +150,7 @@ describe('operator CLI: held and failed work (dev server, PostgreSQL, a worker, 
     assert.ok(requestId, 'the requestId is printed');
     assert.match(result.stdout, /Accepted: marked sent as ext-77 \(state held → succeeded\)/);
     assert.equal((await handle.result()).state, 'succeeded');
-    assert.equal(fake.sendsFor(effect.id).length, sendsBefore, 'mark-sent sends nothing');
+    assert.equal(suite.fake.sendsFor(effect.id).length, sendsBefore, 'mark-sent sends nothing');
     const [after] = await effectRows(keyOf(conversationId));
     assert.deepEqual([after.status, after.external_id], ['succeeded', 'ext-77']);
     const audit = await auditRows(handle.workflowId);
@@ -230,7 +212,7 @@ describe('operator CLI: held and failed work (dev server, PostgreSQL, a worker, 
     const self = await cli(['approve', handle.workflowId, '--reason', 'my own', '--operator', 'dave']);
     assert.equal(self.code, 1);
     assert.match(self.stdout, /Rejected: the approver must be a different person/);
-    assert.equal(fake.sendsFor(effect.id).length, 1, 'nothing is resent without approval');
+    assert.equal(suite.fake.sendsFor(effect.id).length, 1, 'nothing is resent without approval');
 
     const approved = await cli([
       'approve',
@@ -243,7 +225,7 @@ describe('operator CLI: held and failed work (dev server, PostgreSQL, a worker, 
     assert.equal(approved.code, 0, approved.stderr);
     assert.match(approved.stdout, /Accepted: resend approved/);
     assert.equal((await handle.result()).state, 'succeeded');
-    assert.equal(fake.sendsFor(effect.id).length, 2, 'exactly one resend');
+    assert.equal(suite.fake.sendsFor(effect.id).length, 2, 'exactly one resend');
     const audit = await auditRows(handle.workflowId);
     assert.deepEqual(
       audit.map((a) => [a.actor, a.action, a.result.split(':')[0]]),
@@ -326,7 +308,7 @@ describe('operator CLI: held and failed work (dev server, PostgreSQL, a worker, 
     assert.match(result.stdout, /Sent reprocess to .* \(requestId [0-9a-f-]{36}\)/);
     assert.match(result.stdout, /Accepted \(state failed → (processing|succeeded)\)/);
     assert.equal((await handle.result()).state, 'succeeded');
-    assert.equal(fake.deliveredTo(conversationId).length, 1);
+    assert.equal(suite.fake.deliveredTo(conversationId).length, 1);
   });
 
   it('plans a selection with --dry-run and changes nothing', async () => {
@@ -467,7 +449,7 @@ describe('operator CLI: held and failed work (dev server, PostgreSQL, a worker, 
       [['olga', 'discard']],
       'the skipped item got no reprocess',
     );
-    assert.equal(fake.deliveredTo(changed!.conversationId).length, 0);
+    assert.equal(suite.fake.deliveredTo(changed!.conversationId).length, 0);
   });
 
   it('refuses a selection reprocess to an operator without the reprocess role, on the record', async () => {

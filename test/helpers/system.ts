@@ -7,8 +7,10 @@ import type { DeliveryPolicy } from '../../activities/types';
 import { type Config, loadConfig } from '../../src/config';
 import { createLogger } from '../../src/logger';
 import type { InboundEvent } from '../../src/providers/types';
+import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import { createWorker } from '../../src/worker';
-import { database, TEST_ENCRYPTION_KEY, workflowBundle } from './servers';
+import { FakeTarget } from './fake-target';
+import { database, devServer, TEST_ENCRYPTION_KEY, workflowBundle } from './servers';
 
 export const silentLogger = createLogger('silent');
 
@@ -70,6 +72,36 @@ export async function startTestWorker(options: WorkerSpec): Promise<{ stop(): Pr
       await connection.close();
     },
   };
+}
+
+export interface WorkerSuite {
+  /** The sandbox target the worker sends to. */
+  fake: FakeTarget;
+  /** Its config: the suite's own task queue, the sandbox target pointed at `fake`. */
+  config: Config;
+  temporal: TemporalClient;
+}
+
+/**
+ * Registers mocha hooks for a suite on the dev server and PostgreSQL with a fake sandbox target and a
+ * worker on the suite's own queue; the fields are filled in `before` and closed in `after`.
+ */
+export function workerSuite(): WorkerSuite {
+  const suite = {} as WorkerSuite;
+  let worker: { stop(): Promise<void> } | undefined;
+  before(async () => {
+    const [server] = await Promise.all([devServer(), database()]);
+    suite.fake = await new FakeTarget().start();
+    suite.config = testConfig({ SANDBOX_API_URL: suite.fake.url });
+    suite.temporal = await connectClient(server.address, 'default', TEST_ENCRYPTION_KEY);
+    worker = await startTestWorker({ address: server.address, config: suite.config });
+  });
+  after(async () => {
+    await worker?.stop();
+    await suite.temporal?.close();
+    await suite.fake?.stop();
+  });
+  return suite;
 }
 
 /** A sandbox chat event (a message by default) as the provider would normalise it. */
