@@ -2,10 +2,10 @@
 // approved resends send exactly the same text.
 import { ApplicationFailure } from '@temporalio/activity';
 import { chatTransition } from '../src/conversations';
+import type { Plan, StepPlan } from '../src/model';
 import type { InboundEvent } from '../src/providers/types';
 import { PermanentResponderError } from '../src/responders/types';
 import type { ActivityDeps } from './deps';
-import type { Plan, StepPlan } from './types';
 
 export function replyActivities({ responder, policy, plan, targets }: ActivityDeps) {
   return {

@@ -7,10 +7,10 @@
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
+import type { SandboxMode } from '../src/model';
 import { sandboxProvider } from '../src/providers/sandbox';
 import { signStandardWebhook } from '../src/providers/standard-webhooks';
 import { eventStartOptions } from '../src/receiver/start-event';
-import type { SandboxMode } from '../src/targets/sandbox';
 import type { handleEvent } from '../workflows';
 import { rssMiB, SYSTEM_SECRET, System } from './chaos/system';
 

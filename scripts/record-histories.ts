@@ -11,8 +11,7 @@ import { FakeTarget } from '../test/helpers/fake-target';
 import { devServer, stopServers, TEST_ENCRYPTION_KEY } from '../test/helpers/servers';
 import { sandboxEvent, startTestWorker, testConfig, uniqueId } from '../test/helpers/system';
 import { startEvent, waitForState } from '../test/helpers/workflows';
-import { conversationWorkflowId } from '../workflows/conversation';
-import { approveSignal, reprocessSignal, resolveSignal } from '../workflows/messages';
+import { approveSignal, conversationWorkflowId, reprocessSignal, resolveSignal } from '../workflows/messages';
 
 const HISTORIES = path.resolve(__dirname, '..', 'test', 'histories');
 

@@ -3,11 +3,12 @@
 import path from 'node:path';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { type ActivityDeps, createActivities } from '../activities';
-import type { DeliveryPolicy } from '../activities/types';
 import { createNotifier } from './alerts';
 import type { Config } from './config';
+import { createEffectsRepository } from './db/effects';
 import type { Pool } from './db/pool';
 import type { Logger } from './logger';
+import type { DeliveryPolicy } from './model';
 import { freePort } from './ports';
 import { createResponder } from './responders';
 import { loadRouteFile, planner, RouteFileError, routeTargetProblems } from './routes';
@@ -90,8 +91,10 @@ export async function createWorker(
     ...connectionSecurity(config),
   });
   const metrics = options.deps?.metrics ?? createWorkerMetrics(options.pool);
+  const pool = options.deps?.pool ?? options.pool;
   const activities = createActivities({
-    pool: options.pool,
+    pool,
+    effects: createEffectsRepository(pool),
     targets,
     responder: createResponder(config),
     policy: deliveryPolicy(config),

@@ -1,11 +1,12 @@
-// Operator messages to an event workflow. Each payload is one JSON object so that the Temporal Web
-// UI's "Send a Signal" form can carry it; the CLI sends the same shapes.
+// The messages workflows exchange: operator decisions to an event workflow (each payload one JSON
+// object, so that the Temporal Web UI's "Send a Signal" form can carry it; the CLI sends the same
+// shapes), its status query, and the turn signals between event workflows and their conversation's
+// turns workflow (workflows/conversation.ts).
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 
 export type ReplyState =
   | 'received'
   | 'processing'
-  | 'retry_wait'
   | 'unknown'
   | 'held'
   | 'awaiting_approval'
@@ -73,3 +74,23 @@ export const resolveSignal = defineSignal<[ResolveSignal]>('resolve');
 export const approveSignal = defineSignal<[ApproveSignal]>('approve');
 export const reprocessSignal = defineSignal<[ReprocessSignal]>('reprocess');
 export const statusQuery = defineQuery<StatusView>('status');
+
+/** The turns workflow of one conversation (or order). */
+export function conversationWorkflowId(conversationKey: string): string {
+  return `conversation:${conversationKey}`;
+}
+
+export interface TurnRequest {
+  workflowId: string;
+  /** One per acquisition (`<workflowId>#<n>`): an approved resend asks for a new turn. */
+  requestId: string;
+  /** Sorts requests: the source message's version, then its id. */
+  orderKey: string;
+}
+
+/** An event workflow asks its conversation's turns workflow for a turn to send (signal-with-start). */
+export const requestTurnSignal = defineSignal<[TurnRequest]>('requestTurn');
+/** The event workflow holding the turn gives it back. */
+export const releaseTurnSignal = defineSignal<[{ requestId: string }]>('releaseTurn');
+/** Sent to the event workflow whose turn it is. */
+export const turnGrantedSignal = defineSignal<[{ requestId: string }]>('turnGranted');

@@ -1,7 +1,7 @@
 // The sandbox: the built-in demo channel. Its page posts chat messages that the server side signs
 // Standard-Webhooks style with the sandbox secret, so they take exactly the path real webhooks take.
 import { z } from 'zod';
-import { SANDBOX_MODES } from '../targets/sandbox';
+import { SANDBOX_MODES } from '../model';
 import { parseJson, validate } from './parse';
 import { readWebhookId, verifyStandardWebhook } from './standard-webhooks';
 import type { InboundEvent, ProviderResult, WebhookProvider } from './types';

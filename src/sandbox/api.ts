@@ -7,8 +7,9 @@ import type { Socket } from 'node:net';
 import express, { type Request, type Response } from 'express';
 import { z } from 'zod';
 import type { Pool } from '../db/pool';
+import { SANDBOX_MODES } from '../model';
 import { signStandardWebhook } from '../providers/standard-webhooks';
-import { SANDBOX_CONSISTENCY_DELAY_MS, SANDBOX_MODES } from '../targets/sandbox';
+import { SANDBOX_CONSISTENCY_DELAY_MS } from '../targets/sandbox';
 import { sandboxPage } from './page';
 
 export const SANDBOX_FAULTS = [

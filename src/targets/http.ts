@@ -1,7 +1,7 @@
 // A generic HTTP target for order, warehouse and CRM style APIs, one per endpoint named in the route
 // file (`http:<name>`): a JSON request with an idempotency key (the IETF draft's `Idempotency-Key`
 // by default) and, optionally, a lookup URL that finds an effect by our reference.
-import type { StepPlan } from '../../activities/types';
+import type { StepPlan } from '../model';
 import { classifyStatus, classifyTransportError } from './http-errors';
 import { type TargetAdapter, TargetError } from './types';
 

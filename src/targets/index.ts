@@ -1,10 +1,11 @@
 // The registry of outbound targets. A new target is one module under src/targets/ plus one line here.
 // A provider's target registers only when its credentials are configured; route endpoints add `http:<name>`.
 import type { Config } from '../config';
+import { SANDBOX_MODES } from '../model';
 import { githubTarget } from './github';
 import { type HttpEndpoint, httpTarget } from './http';
 import { lineTarget } from './line';
-import { SANDBOX_MODES, sandboxTarget } from './sandbox';
+import { sandboxTarget } from './sandbox';
 import { slackTarget } from './slack';
 import type { TargetAdapter } from './types';
 

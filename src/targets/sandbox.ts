@@ -2,11 +2,9 @@
 // newcomer can watch every unknown-outcome path: `sandbox` honours idempotency keys and answers
 // lookups, `sandbox-lookup` only answers lookups (after a consistency delay), `sandbox-blind` does
 // neither, so an unknown outcome there goes to held.
+import type { SandboxMode } from '../model';
 import { classifyStatus, classifyTransportError } from './http-errors';
 import { type TargetAdapter, TargetError } from './types';
-
-export const SANDBOX_MODES = ['sandbox', 'sandbox-lookup', 'sandbox-blind'] as const;
-export type SandboxMode = (typeof SANDBOX_MODES)[number];
 
 /** How long a committed reply stays invisible to lookups in `sandbox-lookup` mode. */
 export const SANDBOX_CONSISTENCY_DELAY_MS = 2000;

@@ -3,9 +3,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Worker } from '@temporalio/worker';
 import type { ActivityDeps } from '../../activities';
-import type { DeliveryPolicy } from '../../activities/types';
 import { type Config, loadConfig } from '../../src/config';
 import { createLogger } from '../../src/logger';
+import type { DeliveryPolicy } from '../../src/model';
 import type { InboundEvent } from '../../src/providers/types';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import { createWorker } from '../../src/worker';

@@ -1,6 +1,7 @@
-// The data that crosses between the event workflow and its activities. Types only: the workflow
-// imports this file as types, so it stays out of the workflow bundle.
-import type { TransitionRequest } from '../src/conversations';
+// The domain model every layer shares: what an event asks for (plans, steps, effects), what a target
+// promises, and the states an effect row moves through. Types and constants only, with no imports
+// from above: the workflow, the activities, the targets and the routes all build on this file.
+import type { TransitionRequest } from './conversations';
 
 /** What a target promises; the workflow picks the unknown-outcome path from it. */
 export interface TargetCapabilities {
@@ -12,6 +13,7 @@ export interface TargetCapabilities {
   consistencyDelayMs: number;
 }
 
+/** How a target adapter classifies a failed request (docs/targets.md). */
 export type ErrorClass = 'retryable' | 'permanent' | 'unknown';
 
 /** One step of an effect: one request to one target. */
@@ -55,6 +57,7 @@ export interface Plan {
   transition?: TransitionRequest;
 }
 
+/** `effects.status`: where one effect stands. src/db/effects.ts owns every change of it. */
 export type EffectStatus =
   | 'claimed'
   | 'sending'
@@ -93,3 +96,16 @@ export type SendOutcome =
   | { result: 'unknown'; reason: string; leaseExpiresAt: string; attempts: number };
 
 export type LookupOutcome = { found: true; externalId: string } | { found: false };
+
+/** What a resend (approved, or a reprocess) may do after re-reading the row and looking it up. */
+export type ResendCheck =
+  | { kind: 'ready' }
+  | { kind: 'already-sent'; externalId: string }
+  | { kind: 'wait'; detail: string };
+
+/**
+ * The sandbox target's three flavours (src/targets/sandbox.ts): the sandbox page and its provider
+ * name one of them per message, so the list lives here, below both.
+ */
+export const SANDBOX_MODES = ['sandbox', 'sandbox-lookup', 'sandbox-blind'] as const;
+export type SandboxMode = (typeof SANDBOX_MODES)[number];

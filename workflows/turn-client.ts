@@ -1,0 +1,61 @@
+// The event workflow's side of its conversation's turns (workflows/conversation.ts): ask for a turn,
+// wait for it, send, give it back however the send ended, so one conversation sends one effect at a
+// time in source order and a held reply never blocks the rest.
+import { condition, getExternalWorkflowHandle, log } from '@temporalio/workflow';
+import type { TransitionRequest } from '../src/conversations';
+import type { records } from './activity-stubs';
+import { TURN_REQUEST_RETRY_MS } from './conversation';
+import { conversationWorkflowId, releaseTurnSignal } from './messages';
+
+export class TurnClient {
+  /** The event's conversation, once planned; without one, sends need no turn. */
+  transition?: TransitionRequest;
+  private requests = 0;
+  private waitingFor?: string;
+  private granted?: string;
+
+  constructor(
+    private readonly workflowId: string,
+    private readonly bookkeeping: typeof records,
+  ) {}
+
+  /** The turns workflow granted a turn. One nobody waits for (a late duplicate) goes straight back. */
+  async onGranted(requestId: string): Promise<void> {
+    if (requestId === this.waitingFor) {
+      this.granted = requestId;
+      return;
+    }
+    const key = this.transition?.conversationKey;
+    if (key) await this.giveBack(key, requestId);
+  }
+
+  /** Runs `fn` holding the conversation's turn; the turn is given back however `fn` ends. */
+  async withTurn<T>(fn: () => Promise<T>): Promise<T> {
+    const transition = this.transition;
+    if (!transition) return fn();
+    this.requests += 1;
+    const requestId = `${this.workflowId}#${this.requests}`;
+    this.waitingFor = requestId;
+    // A request racing the turns workflow's idle end is asked again after a while.
+    do {
+      await this.bookkeeping.requestTurn({
+        conversationKey: transition.conversationKey,
+        workflowId: this.workflowId,
+        requestId,
+        orderKey: transition.orderKey,
+      });
+    } while (!(await condition(() => this.granted === requestId, TURN_REQUEST_RETRY_MS)));
+    this.waitingFor = undefined;
+    try {
+      return await fn();
+    } finally {
+      await this.giveBack(transition.conversationKey, requestId);
+    }
+  }
+
+  private async giveBack(conversationKey: string, requestId: string): Promise<void> {
+    await getExternalWorkflowHandle(conversationWorkflowId(conversationKey))
+      .signal(releaseTurnSignal, { requestId })
+      .catch(() => log.warn('could not give the turn back; it will time out', { requestId }));
+  }
+}
