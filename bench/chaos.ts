@@ -3,8 +3,10 @@
 // duplicates from a separate process while workers are SIGKILLed, the target misbehaves and Temporal
 // and PostgreSQL restart, then prints one table. Exits 1 when a must-be-0 row is not 0.
 //   npm run chaos -- --events 200 --dup 3 --seed 42
+
 import { parseArgs } from 'node:util';
 import { parseDuration } from '../src/config';
+import { errorMessage } from '../src/failures';
 import { formatInjectorLog, formatReport } from './chaos/report';
 import { type ChaosOptions, DEFAULT_CHAOS, newSeed, runChaos } from './chaos/run';
 
@@ -95,6 +97,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  console.error(`chaos: ${(err as Error).message}`);
+  console.error(`chaos: ${errorMessage(err)}`);
   process.exitCode = 1;
 });

@@ -1,10 +1,12 @@
 // Prometheus metrics of the worker role on one endpoint: what effects did (outcomes, time to
 // resolution, retries by error class; held and failed counts read from PostgreSQL at scrape time)
 // next to the Temporal SDK's runtime metrics, which its own exporter serves on a loopback port.
+
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { Pool } from './db/pool';
+import { errorMessage } from './failures';
 import type { Logger } from './logger';
 
 /** The states an effect is recorded in that an operator cares about. */
@@ -117,7 +119,7 @@ export async function serveWorkerMetrics(options: {
         : '';
       res.writeHead(200, { 'content-type': registry.contentType }).end(sdk ? `${ours}\n${sdk}` : ours);
     })().catch((err: unknown) => {
-      options.logger.error({ err: (err as Error).message }, 'worker metrics scrape failed');
+      options.logger.error({ err: errorMessage(err) }, 'worker metrics scrape failed');
       if (!res.headersSent) res.writeHead(500).end();
     });
   });

@@ -1,7 +1,9 @@
 // How every operator command runs: open a session, do the work, close the connections, and turn the
 // outcome into an exit code and one clear line on stderr.
+
 import type { Command } from 'commander';
 import { ConfigError, parseDuration } from '../config';
+import { errorMessage } from '../failures';
 import { NotPermittedError, OperatorInputError } from '../operator/errors';
 import { RoleConfigError } from '../operator/roles';
 import { ConnectionSecurityError } from '../temporal/client';
@@ -47,8 +49,7 @@ export function operatorAction<A extends unknown[]>(
 }
 
 function report(io: CliIo, err: unknown): number {
-  const message = err instanceof Error ? err.message : String(err);
-  printLine(io.stderr, `replyflow: ${message}`);
+  printLine(io.stderr, `replyflow: ${errorMessage(err)}`);
   if (err instanceof NotPermittedError) return EXIT.notPermitted;
   if (
     err instanceof OperatorInputError ||

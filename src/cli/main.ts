@@ -1,8 +1,10 @@
 // The `replyflow` command. `start` runs everything on embedded defaults; `receiver` and `worker` run
 // one role against configured servers; the operator commands (docs/cli.md) find and decide held and
 // failed work. `run(argv, io)` runs a command in-process and returns its exit code.
+
 import { Command, CommanderError } from 'commander';
 import { ConfigError, loadConfig } from '../config';
+import { errorMessage } from '../failures';
 import { launch } from '../launcher';
 import { createLogger } from '../logger';
 import { type CliContext, EXIT } from './command';
@@ -27,7 +29,7 @@ function runRole(role: 'all' | 'receiver' | 'worker') {
     try {
       running = await launch(config, logger, role);
     } catch (err) {
-      console.error(`replyflow: ${(err as Error).message}`);
+      console.error(`replyflow: ${errorMessage(err)}`);
       process.exit(1);
     }
     const { urls } = running;
@@ -123,7 +125,7 @@ if (require.main === module || process.env.REPLYFLOW_CLI === '1') {
       process.exitCode = code;
     },
     (err) => {
-      console.error(`replyflow: ${(err as Error).message}`);
+      console.error(`replyflow: ${errorMessage(err)}`);
       process.exit(1);
     },
   );

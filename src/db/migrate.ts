@@ -1,7 +1,9 @@
 // Applies the ordered SQL files in ./migrations once each. An advisory lock makes concurrent starters
 // (two workers, a receiver and the CLI) wait for one another instead of racing.
+
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { errorMessage } from '../failures';
 import type { Pool } from './pool';
 
 const MIGRATIONS_DIR = path.join(__dirname, 'migrations');
@@ -33,7 +35,7 @@ export async function migrate(pool: Pool): Promise<string[]> {
         applied.push(file);
       } catch (err) {
         await client.query('ROLLBACK');
-        throw new Error(`migration ${file} failed: ${(err as Error).message}`);
+        throw new Error(`migration ${file} failed: ${errorMessage(err)}`);
       }
     }
   } finally {

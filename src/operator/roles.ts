@@ -1,8 +1,10 @@
 // Who may do what from the operator CLI: roles per operator, from a role file (JSON or YAML) or
 // REPLYFLOW_ROLES. Without either, everyone may view and nobody may act (docs/cli.md says why).
+
 import { readFileSync } from 'node:fs';
 import YAML from 'yaml';
 import { z } from 'zod';
+import { errorMessage } from '../failures';
 
 /** One role per kind of decision, so that asking for a resend and approving it stay with different people. */
 export const ROLES = [
@@ -83,7 +85,7 @@ export function loadRoleFile(file: string): RoleTable {
   try {
     raw = YAML.parse(text);
   } catch (err) {
-    throw new RoleConfigError(file, [`not valid JSON or YAML: ${(err as Error).message.split('\n')[0]}`]);
+    throw new RoleConfigError(file, [`not valid JSON or YAML: ${errorMessage(err).split('\n')[0]}`]);
   }
   const parsed = roleFileSchema.safeParse(raw);
   if (!parsed.success) {

@@ -1,6 +1,7 @@
 // The codec server (Temporal's remote codec protocol): POST /codec/encode and /codec/decode with
 // `{ payloads: [...] }` in proto JSON, so that authorised operators read decrypted payloads in the
 // Web UI and the `temporal` CLI, and signals typed in the UI are encrypted like the workers' own.
+
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -9,6 +10,7 @@ import { temporal } from '@temporalio/proto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { z } from 'zod';
 import type { Config } from '../config';
+import { errorMessage } from '../failures';
 import type { Logger } from '../logger';
 import { keyring, payloadCodec } from './client';
 
@@ -184,8 +186,8 @@ export function codecRouter(options: CodecServerOptions): express.Router {
         converted = await (operation === 'encode' ? codec.encode(payloads) : codec.decode(payloads));
       } catch (err) {
         // The codec's messages name a key id or a failed authentication tag, never payload content.
-        logger.warn({ operation, err: (err as Error).message }, 'codec request failed');
-        return void res.status(422).json({ error: `could not ${operation}: ${(err as Error).message}` });
+        logger.warn({ operation, err: errorMessage(err) }, 'codec request failed');
+        return void res.status(422).json({ error: `could not ${operation}: ${errorMessage(err)}` });
       }
       res.json(Payloads.toObject(Payloads.create({ payloads: converted }), { bytes: String }));
     },
