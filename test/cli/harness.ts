@@ -81,21 +81,3 @@ export async function cliProcess(
   });
   return { code, stdout, stderr };
 }
-
-/**
- * Asks `probe` until it returns a value (Temporal visibility is eventually consistent): each call is
- * an observation of the system, not a sleep standing in for one.
- */
-export async function eventually<T>(
-  probe: () => Promise<T | undefined>,
-  what: string,
-  timeoutMs = 30_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}

@@ -7,10 +7,11 @@ import type { AuditEntry } from '../../src/operator/audit';
 import type { PurgeReport } from '../../src/operator/purge';
 import type { ReconcileReport } from '../../src/operator/reconcile';
 import { resolveSignal } from '../../workflows/messages';
+import { eventually } from '../helpers/eventually';
 import { database } from '../helpers/servers';
 import { sandboxEvent, uniqueId, workerSuite } from '../helpers/system';
 import { auditRows, startEvent, waitForState } from '../helpers/workflows';
-import { cli, cliJson, eventually } from './harness';
+import { cli, cliJson } from './harness';
 
 describe('operator CLI: reconcile, audit, conversation, purge (dev server, PostgreSQL, a worker)', function () {
   this.timeout(180_000);
@@ -104,12 +105,12 @@ describe('operator CLI: reconcile, audit, conversation, purge (dev server, Postg
     );
     await waitForState(handle, 'held');
     // The alert follows the held state in the workflow: watch the table for it.
-    const rows = await eventually(async () => {
+    const rows = await eventually('the held alert row is written', async () => {
       const found = await (await pool()).query('SELECT kind, level FROM alerts WHERE workflow_id = $1', [
         handle.workflowId,
       ]);
       return found.rows.length > 0 ? found.rows : undefined;
-    }, 'the held alert row');
+    });
     assert.deepEqual(rows, [{ kind: 'held', level: 0 }]);
     await handle.signal(resolveSignal, { action: 'discard', operator: 'test', reason: 'clean up' });
     await handle.result();

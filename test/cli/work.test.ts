@@ -8,9 +8,10 @@ import type { Inspection } from '../../src/operator/inspect';
 import type { SelectionItem } from '../../src/operator/selection';
 import type { WorkItem } from '../../src/operator/workflows';
 import { resolveSignal, statusQuery } from '../../workflows/messages';
+import { eventually } from '../helpers/eventually';
 import { sandboxEvent, uniqueId, workerSuite } from '../helpers/system';
 import { auditRows, effectRows, startEvent, waitForState } from '../helpers/workflows';
-import { cli, cliJson, cliProcess, eventually } from './harness';
+import { cli, cliJson, cliProcess } from './harness';
 
 describe('operator CLI: held and failed work (dev server, PostgreSQL, a worker, a fake target)', function () {
   this.timeout(180_000);
@@ -60,8 +61,9 @@ describe('operator CLI: held and failed work (dev server, PostgreSQL, a worker, 
   /** Waits until visibility lists the workflow, then returns its row. */
   const listed = (kind: 'held' | 'failed', workflowId: string) =>
     eventually(
+      `visibility lists ${workflowId} in \`replyflow ${kind}\``,
       async () => (await cliJson<WorkItem[]>([kind])).find((w) => w.workflowId === workflowId),
-      `${workflowId} in \`replyflow ${kind}\``,
+      { intervalMs: 200 },
     );
 
   it('lists held and failed work with integration, business key, step, attempts, error class and action', async () => {

@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { createNotifier, workflowUrl } from '../../src/alerts';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import { resolveSignal } from '../../workflows/messages';
+import { eventually } from '../helpers/eventually';
 import { FakeTarget } from '../helpers/fake-target';
 import { capturedLogger } from '../helpers/receiver';
 import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
@@ -50,16 +51,12 @@ class AlertHook {
   }
 
   /** Waits until an alert of `kind` (and level) for the workflow arrived; polls what was recorded. */
-  async alert(workflowId: string, kind: string, level = 0, timeoutMs = 60_000) {
-    const deadline = Date.now() + timeoutMs;
-    while (Date.now() < deadline) {
-      const found = this.received.find(
-        (a) => a.workflowId === workflowId && a.kind === kind && a.level === level,
-      );
-      if (found) return found;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    throw new Error(`no ${kind} alert (level ${level}) for ${workflowId}`);
+  alert(workflowId: string, kind: string, level = 0) {
+    return eventually(
+      `a ${kind} alert (level ${level}) for ${workflowId} arrives`,
+      () => this.received.find((a) => a.workflowId === workflowId && a.kind === kind && a.level === level),
+      { timeoutMs: 60_000 },
+    );
   }
 }
 

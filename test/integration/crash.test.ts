@@ -8,6 +8,7 @@ import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { Config } from '../../src/config';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import type { handleEvent } from '../../workflows';
+import { eventually } from '../helpers/eventually';
 import { FakeTarget } from '../helpers/fake-target';
 import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
 import { FAST_POLICY, sandboxEvent, startTestWorker, testConfig, uniqueId } from '../helpers/system';
@@ -75,9 +76,9 @@ describe('crash between the target accepting and the record (worker SIGKILLed)',
         conversationId,
       });
     }
-    const committed = () =>
-      [...crashed.values()].every((c) => fake.deliveredTo(c.conversationId).length === 1);
-    while (!committed()) await new Promise((r) => setTimeout(r, 50));
+    await eventually('the fake target committed each reply', () =>
+      [...crashed.values()].every((c) => fake.deliveredTo(c.conversationId).length === 1),
+    );
     child.kill('SIGKILL');
     await exited;
     worker = await startTestWorker({

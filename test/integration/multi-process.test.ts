@@ -12,6 +12,7 @@ import { signStandardWebhook } from '../../src/providers/standard-webhooks';
 import { PROJECT_ROOT } from '../../src/temporal/binaries';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import type { EventResult } from '../../workflows/handle-event';
+import { eventually } from '../helpers/eventually';
 import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
 import { testConfig, uniqueId } from '../helpers/system';
 import { effectRows } from '../helpers/workflows';
@@ -50,19 +51,16 @@ async function stopRole(role: RoleProcess): Promise<void> {
   clearTimeout(killer);
 }
 
-/** Polls `probe` (an observation, not a sleep standing in for one) until it holds or a process died. */
-async function until(what: string, roles: RoleProcess[], probe: () => Promise<boolean>, timeoutMs = 90_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const dead = roles.find((role) => role.child.exitCode !== null);
-    if (dead)
-      throw new Error(
-        `a replyflow process exited (${dead.child.exitCode}) before ${what}:\n${dead.stderr()}`,
-      );
-    if (await probe().catch(() => false)) return;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`timed out waiting for ${what}`);
+/** Observes `probe` until it holds, stopping at once if a process died. */
+async function until(what: string, roles: RoleProcess[], probe: () => Promise<boolean>) {
+  await eventually(what, probe, {
+    timeoutMs: 90_000,
+    intervalMs: 200,
+    abortIf: () => {
+      const dead = roles.find((role) => role.child.exitCode !== null);
+      return dead && `a replyflow process exited (${dead.child.exitCode}):\n${dead.stderr()}`;
+    },
+  });
 }
 
 describe('two receivers and two workers as separate processes (one dev server, one PostgreSQL)', function () {

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { freePort } from '../../src/ports';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import { resolveSignal } from '../../workflows/messages';
+import { eventually } from '../helpers/eventually';
 import { FakeTarget } from '../helpers/fake-target';
 import { counterValue } from '../helpers/receiver';
 import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
@@ -35,17 +36,15 @@ describe('worker metrics: our metrics and the Temporal SDK runtime metrics on WO
 
   const scrape = async () => (await fetch(metricsUrl)).text();
   /** Polls the endpoint until `check` holds for what it serves (an observation, not a sleep). */
-  const until = async (what: string, check: (text: string) => boolean, timeoutMs = 120_000) => {
-    const deadline = Date.now() + timeoutMs;
-    let last = '';
-    while (Date.now() < deadline) {
-      if (worker.exitCode !== null) throw new Error(`the worker exited (${worker.exitCode}): ${stderr}`);
-      last = await scrape().catch(() => '');
-      if (check(last)) return last;
-      await new Promise((r) => setTimeout(r, 200));
-    }
-    throw new Error(`metrics never showed ${what}; last scrape:\n${last.slice(0, 2000)}`);
-  };
+  const until = (what: string, check: (text: string) => boolean) =>
+    eventually(`the metrics show ${what}`, scrape, {
+      until: check,
+      timeoutMs: 120_000,
+      intervalMs: 200,
+      abortIf: () =>
+        worker.exitCode === null ? undefined : `the worker exited (${worker.exitCode}): ${stderr}`,
+      describe: (last) => `\n${last.slice(0, 2000)}`,
+    });
 
   before(async () => {
     const [server, db] = await Promise.all([devServer(), database()]);

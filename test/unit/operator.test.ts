@@ -4,7 +4,7 @@ import { judge, type OperatorMessage } from '../../workflows/operator';
 const held = { state: 'held' as const, seenRequestIds: new Set<string>() };
 const resolve = (payload: object): OperatorMessage => ({ signal: 'resolve', payload: payload as never });
 
-describe('operator messages', () => {
+describe('judging an operator message (workflows/operator.ts judge)', () => {
   it('accepts a valid mark-sent with an external id', () => {
     assert.deepEqual(
       judge(resolve({ action: 'mark-sent', operator: 'a', reason: 'seen', externalId: 'x1' }), held),
@@ -22,7 +22,7 @@ describe('operator messages', () => {
     ['missing operator', { action: 'discard', reason: 'r' }, /operator is required/],
     ['mark-sent without external id', { action: 'mark-sent', operator: 'a', reason: 'r' }, /externalId/],
   ] as const) {
-    it(`rejects ${name}`, () => {
+    it(`rejects a held item's resolve with ${name}, saying what is wrong`, () => {
       const verdict = judge(resolve(payload), held);
       assert.equal(verdict.ok, false);
       assert.match((verdict as { detail: string }).detail, detail);

@@ -10,7 +10,7 @@ import { timeSkipping } from '../helpers/servers';
 import { sandboxEvent, startTestWorker, testConfig, uniqueId } from '../helpers/system';
 import { auditRows, effectRows, startEvent, waitForState } from '../helpers/workflows';
 
-describe('event workflow (time-skipping server, real PostgreSQL)', function () {
+describe('event workflow paths end to end: sends, lookups, holds and decisions (time-skipping server, real PostgreSQL)', function () {
   this.timeout(120_000);
   let env: TestWorkflowEnvironment;
   let fake: FakeTarget;
@@ -44,16 +44,13 @@ describe('event workflow (time-skipping server, real PostgreSQL)', function () {
     alertsDown = false;
   });
 
-  const run = <T>(fn: () => Promise<T>) => fn();
   const keyOf = (conversationId: string, messageId: string) =>
     `chat:sandbox:${conversationId}:${messageId}:answer`;
 
   it('sends one reply and records the effect as succeeded', async () => {
     const conv = uniqueId('c');
     const event = sandboxEvent({ conversationId: conv, messageId: 'm1', text: 'opening hours?' });
-    const result = await run(async () =>
-      (await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event)).result(),
-    );
+    const result = await (await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event)).result();
     assert.equal(result.state, 'succeeded');
     const [row] = await effectRows(keyOf(conv, 'm1'));
     assert.equal(row.status, 'succeeded');
@@ -66,16 +63,13 @@ describe('event workflow (time-skipping server, real PostgreSQL)', function () {
     const conv = uniqueId('c');
     const first = sandboxEvent({ conversationId: conv, messageId: 'm1' });
     const second = sandboxEvent({ conversationId: conv, messageId: 'm1' });
-    const results = await run(async () => {
-      const handles = await Promise.all(
-        [first, second].map((e) => startEvent(env.client, config.TEMPORAL_TASK_QUEUE, e)),
-      );
-      // Both run at once; their results are awaited one by one because the time-skipping client
-      // counts unlocks per pending result() call, and parallel calls unbalance that count.
-      const results = [];
-      for (const handle of handles) results.push(await handle.result());
-      return results;
-    });
+    const handles = await Promise.all(
+      [first, second].map((e) => startEvent(env.client, config.TEMPORAL_TASK_QUEUE, e)),
+    );
+    // Both run at once; their results are awaited one by one because the time-skipping client
+    // counts unlocks per pending result() call, and parallel calls unbalance that count.
+    const results = [];
+    for (const handle of handles) results.push(await handle.result());
     assert.deepEqual(results.map((r) => r.state).sort(), ['duplicate', 'succeeded']);
     assert.equal(fake.deliveredTo(conv).length, 1);
     const rows = await effectRows(keyOf(conv, 'm1'));
@@ -88,11 +82,10 @@ describe('event workflow (time-skipping server, real PostgreSQL)', function () {
     const conv = uniqueId('c');
     const event = sandboxEvent({ conversationId: conv, messageId: 'm1' });
     const replayed = { ...event, workflowId: `${event.workflowId}:again` };
-    const results = await run(async () => {
-      const a = await (await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event)).result();
-      const b = await (await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, replayed)).result();
-      return [a, b];
-    });
+    const results = [
+      await (await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event)).result(),
+      await (await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, replayed)).result(),
+    ];
     assert.deepEqual(
       results.map((r) => r.state),
       ['succeeded', 'duplicate'],
@@ -104,11 +97,9 @@ describe('event workflow (time-skipping server, real PostgreSQL)', function () {
     const conv = uniqueId('c');
     fake.next({ status: 429, retryAfter: '120' });
     const event = sandboxEvent({ conversationId: conv, messageId: 'm1' });
-    const { result, description } = await run(async () => {
-      const handle = await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event);
-      const result = await handle.result();
-      return { result, description: await handle.describe() };
-    });
+    const handle = await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event);
+    const result = await handle.result();
+    const description = await handle.describe();
     assert.equal(result.state, 'succeeded');
     const [row] = await effectRows(keyOf(conv, 'm1'));
     const sends = fake.sendsFor(row.id);
@@ -124,12 +115,10 @@ describe('event workflow (time-skipping server, real PostgreSQL)', function () {
     const conv = uniqueId('c');
     fake.next({ status: 404 });
     const event = sandboxEvent({ conversationId: conv, messageId: 'm1' });
-    const { result, failedView } = await run(async () => {
-      const handle = await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event);
-      const failedView = await waitForState(handle, 'failed');
-      await handle.signal(reprocessSignal, { operator: 'alice', reason: 'destination fixed' });
-      return { result: await handle.result(), failedView };
-    });
+    const handle = await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event);
+    const failedView = await waitForState(handle, 'failed');
+    await handle.signal(reprocessSignal, { operator: 'alice', reason: 'destination fixed' });
+    const result = await handle.result();
     assert.equal(failedView.lastErrorClass, 'permanent');
     assert.match(failedView.recommendedAction ?? '', /destination/);
     assert.equal(result.state, 'succeeded');
@@ -148,9 +137,7 @@ describe('event workflow (time-skipping server, real PostgreSQL)', function () {
     const conv = uniqueId('c');
     fake.next('accept-then-drop');
     const event = sandboxEvent({ conversationId: conv, messageId: 'm1', target: 'sandbox-lookup' });
-    const result = await run(async () =>
-      (await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event)).result(),
-    );
+    const result = await (await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event)).result();
     assert.equal(result.state, 'succeeded');
     const [row] = await effectRows(keyOf(conv, 'm1'));
     assert.equal(row.status, 'succeeded');
@@ -163,9 +150,7 @@ describe('event workflow (time-skipping server, real PostgreSQL)', function () {
     fake.next('accept-then-drop');
     fake.lookupMisses = 1;
     const event = sandboxEvent({ conversationId: conv, messageId: 'm1', target: 'sandbox-lookup' });
-    const result = await run(async () =>
-      (await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event)).result(),
-    );
+    const result = await (await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event)).result();
     assert.equal(result.state, 'succeeded');
     const [row] = await effectRows(keyOf(conv, 'm1'));
     assert.equal(fake.sendsFor(row.id).length, 1);
@@ -176,17 +161,15 @@ describe('event workflow (time-skipping server, real PostgreSQL)', function () {
     const conv = uniqueId('c');
     fake.next('accept-then-drop');
     const event = sandboxEvent({ conversationId: conv, messageId: 'm1', target: 'sandbox-blind' });
-    const { result, held } = await run(async () => {
-      const handle = await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event);
-      const held = await waitForState(handle, 'held');
-      await handle.signal(resolveSignal, {
-        action: 'mark-sent',
-        operator: 'alice',
-        reason: 'seen in the chat',
-        externalId: 'ext-42',
-      });
-      return { result: await handle.result(), held };
+    const handle = await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event);
+    const held = await waitForState(handle, 'held');
+    await handle.signal(resolveSignal, {
+      action: 'mark-sent',
+      operator: 'alice',
+      reason: 'seen in the chat',
+      externalId: 'ext-42',
     });
+    const result = await handle.result();
     assert.equal(held.lastErrorClass, 'unknown');
     assert.equal(result.state, 'succeeded');
     const [row] = await effectRows(keyOf(conv, 'm1'));
@@ -205,26 +188,24 @@ describe('event workflow (time-skipping server, real PostgreSQL)', function () {
     const conv = uniqueId('c');
     fake.next('drop');
     const event = sandboxEvent({ conversationId: conv, messageId: 'm1', target: 'sandbox-blind' });
-    const { result, beforeApproval, afterSelfApproval } = await run(async () => {
-      const handle = await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event);
-      await waitForState(handle, 'held');
-      await handle.signal(resolveSignal, {
-        action: 'resend',
-        operator: 'alice',
-        reason: 'customer says nothing arrived',
-      });
-      await waitForState(handle, 'awaiting_approval');
-      const beforeApproval = fake.sendsFor((await effectRows(keyOf(conv, 'm1')))[0].id).length;
-      await handle.signal(approveSignal, { approver: 'alice', reason: 'approving my own' });
-      await handle.signal(approveSignal, {
-        approver: 'bob',
-        reason: 'checked the chat log',
-        requestId: 'r-1',
-      });
-      await handle.signal(approveSignal, { approver: 'bob', reason: 'double click', requestId: 'r-1' });
-      const result = await handle.result();
-      return { result, beforeApproval, afterSelfApproval: await handle.query(statusQuery) };
+    const handle = await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event);
+    await waitForState(handle, 'held');
+    await handle.signal(resolveSignal, {
+      action: 'resend',
+      operator: 'alice',
+      reason: 'customer says nothing arrived',
     });
+    await waitForState(handle, 'awaiting_approval');
+    const beforeApproval = fake.sendsFor((await effectRows(keyOf(conv, 'm1')))[0].id).length;
+    await handle.signal(approveSignal, { approver: 'alice', reason: 'approving my own' });
+    await handle.signal(approveSignal, {
+      approver: 'bob',
+      reason: 'checked the chat log',
+      requestId: 'r-1',
+    });
+    await handle.signal(approveSignal, { approver: 'bob', reason: 'double click', requestId: 'r-1' });
+    const result = await handle.result();
+    const afterSelfApproval = await handle.query(statusQuery);
     assert.equal(beforeApproval, 1, 'a resend request alone sends nothing');
     assert.equal(result.state, 'succeeded');
     const [row] = await effectRows(keyOf(conv, 'm1'));
@@ -245,16 +226,14 @@ describe('event workflow (time-skipping server, real PostgreSQL)', function () {
     const conv = uniqueId('c');
     fake.next('accept-then-drop');
     const event = sandboxEvent({ conversationId: conv, messageId: 'm1', target: 'sandbox-blind' });
-    const result = await run(async () => {
-      const handle = await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event);
-      await waitForState(handle, 'held');
-      await handle.signal(resolveSignal, {
-        action: 'discard',
-        operator: 'carol',
-        reason: 'customer answered by phone',
-      });
-      return handle.result();
+    const handle = await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event);
+    await waitForState(handle, 'held');
+    await handle.signal(resolveSignal, {
+      action: 'discard',
+      operator: 'carol',
+      reason: 'customer answered by phone',
     });
+    const result = await handle.result();
     assert.equal(result.state, 'discarded');
     const [row] = await effectRows(keyOf(conv, 'm1'));
     assert.equal(row.status, 'discarded');
@@ -269,18 +248,16 @@ describe('event workflow (time-skipping server, real PostgreSQL)', function () {
     const conv = uniqueId('c');
     fake.next('accept-then-drop');
     const event = sandboxEvent({ conversationId: conv, messageId: 'm1', target: 'sandbox-blind' });
-    const view = await run(async () => {
-      const handle = await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event);
-      await waitForState(handle, 'held');
-      await handle.signal(resolveSignal, { action: 'explode', operator: 'dave', reason: 'x' } as never);
-      await handle.signal(resolveSignal, { action: 'mark-sent', operator: 'dave', reason: 'no id' });
-      await handle.signal(resolveSignal, { action: 'discard', operator: '', reason: 'anonymous' });
-      await handle.signal(approveSignal, { approver: 'erin', reason: 'nothing pending' });
-      await handle.signal(reprocessSignal, { operator: 'erin', reason: 'not failed' });
-      await handle.signal(resolveSignal, { action: 'discard', operator: 'dave', reason: 'cleanup' });
-      await handle.result();
-      return handle.query(statusQuery);
-    });
+    const handle = await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event);
+    await waitForState(handle, 'held');
+    await handle.signal(resolveSignal, { action: 'explode', operator: 'dave', reason: 'x' } as never);
+    await handle.signal(resolveSignal, { action: 'mark-sent', operator: 'dave', reason: 'no id' });
+    await handle.signal(resolveSignal, { action: 'discard', operator: '', reason: 'anonymous' });
+    await handle.signal(approveSignal, { approver: 'erin', reason: 'nothing pending' });
+    await handle.signal(reprocessSignal, { operator: 'erin', reason: 'not failed' });
+    await handle.signal(resolveSignal, { action: 'discard', operator: 'dave', reason: 'cleanup' });
+    await handle.result();
+    const view = await handle.query(statusQuery);
     assert.deepEqual(
       view.operatorHistory.map((d) => d.result),
       ['rejected', 'rejected', 'rejected', 'rejected', 'rejected', 'accepted'],
@@ -292,15 +269,12 @@ describe('event workflow (time-skipping server, real PostgreSQL)', function () {
     const conv = uniqueId('c');
     fake.next('accept-then-drop');
     const event = sandboxEvent({ conversationId: conv, messageId: 'm1', target: 'sandbox-blind' });
-    const { stillHeld } = await run(async () => {
-      const handle = await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event);
-      await waitForState(handle, 'held');
-      await env.sleep('30 hours');
-      const stillHeld = await handle.query(statusQuery);
-      await handle.signal(resolveSignal, { action: 'discard', operator: 'carol', reason: 'done' });
-      await handle.result();
-      return { stillHeld };
-    });
+    const handle = await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event);
+    await waitForState(handle, 'held');
+    await env.sleep('30 hours');
+    const stillHeld = await handle.query(statusQuery);
+    await handle.signal(resolveSignal, { action: 'discard', operator: 'carol', reason: 'done' });
+    await handle.result();
     assert.equal(stillHeld.state, 'held');
     const reminders = alerts.filter((a) => a.kind === 'reminder' && a.workflowId === event.workflowId);
     // 15 min, 1 h, 4 h, then every 4 h: at least 7 reminders in 30 hours, with rising levels.
