@@ -27,7 +27,8 @@ export const MACHINES = {
       reopen: { closed: ['unhandled'] },
     },
   },
-  // Orders (seeds/001): a cancelled order is never revived by a late confirmation.
+  // Orders (order and warehouse integrations, docs/targets.md): a cancelled order is never revived
+  // by a late confirmation.
   order: {
     initial: 'created',
     events: {

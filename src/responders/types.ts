@@ -1,4 +1,4 @@
-// A responder writes the text of a reply (seeds/000: 回答生成). It runs once per effect; its answer is
+// A responder writes the text of a reply (the FAQ, or RESPONDER_URL). It runs once per effect; its answer is
 // kept in the workflow so every retry and every approved resend sends the same text.
 import type { InboundEvent } from '../providers/types';
 

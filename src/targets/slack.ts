@@ -4,7 +4,7 @@ import { ErrorCode, type Logger, LogLevel, WebClient, type WebClientOptions } fr
 import type { StepPlan } from '../model';
 import { type LookupRequest, messageText, type TargetAdapter, TargetError } from './types';
 
-/** DESIGN.md §2: the metadata every reply carries, so that a lookup can recognise it. */
+/** The metadata every reply carries (docs/targets.md), so that a lookup can recognise it. */
 export const SLACK_METADATA_EVENT_TYPE = 'replyflow_effect';
 
 /** Slack documents no read-after-write delay for history; we look twice, this far apart. */

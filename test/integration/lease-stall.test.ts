@@ -173,7 +173,8 @@ describe('the sending lease against stalled send attempts (dev server, PostgreSQ
     });
     // The check runs while the lease is live; the worker pauses before reading its answer, and wakes
     // only after the retry judged the outcome unknown, the workflow held it, and an approved resend
-    // delivered the reply: the story of issue 10, which ended in two replies without the lease.
+    // delivered the reply: the story model/send.pml's lease-less variant tells, which ended in two
+    // replies without the lease.
     const stalled = new StepGate('answer', 'leaseLeft', () => woken);
     const { result, approvedAt } = await runWorker([stalled], 3000, async () => {
       const handle = await start(conversationId, 'sandbox-blind');
