@@ -1,5 +1,6 @@
 // What the activities need from the outside world, injected once by the worker (or a test).
 import type { EffectsRepository } from '../src/db/effects';
+import type { OperatorStore } from '../src/db/operators';
 import type { Pool } from '../src/db/pool';
 import type { Logger } from '../src/logger';
 import type { DeliveryPolicy, EffectPlan } from '../src/model';
@@ -33,4 +34,8 @@ export interface ActivityDeps {
   logger: Logger;
   /** Outcomes, times to resolution and retries for the worker's Prometheus endpoint. */
   metrics: WorkerMetrics;
+  /** Operator accounts, for checking who is behind a decision. */
+  operators: OperatorStore;
+  /** The payload keys by id: a decision's seal is checked with the seal key derived from one of them. */
+  payloadKeys: Record<string, Buffer>;
 }

@@ -1,5 +1,6 @@
 // The activities of the event workflow, built once per worker from their dependencies.
 import { conversationActivities } from './conversation';
+import { decisionActivities } from './decisions';
 import type { ActivityDeps } from './deps';
 import { effectActivities } from './effects';
 import { ledgerActivities } from './ledger';
@@ -17,6 +18,7 @@ export function createActivities(deps: ActivityDeps) {
     ...sendActivities(deps),
     ...operationsActivities(deps),
     ...conversationActivities(deps),
+    ...decisionActivities(deps),
   };
 }
 

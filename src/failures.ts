@@ -22,6 +22,8 @@ export const Failure = {
   PermanentResponder: 'PermanentResponderError',
   /** The target refused a lookup for good (missing scope, bad token). Not retried. */
   PermanentLookup: 'PermanentLookupError',
+  /** A workflow input that was not encrypted by a known key: only the receiver starts event workflows. */
+  PayloadRefused: 'PayloadRefusedError',
   /** The event workflow gave up on failed work nobody reprocessed or discarded in time. */
   EffectFailed: 'EffectFailed',
 } as const;

@@ -109,3 +109,33 @@ export type ResendCheck =
  */
 export const SANDBOX_MODES = ['sandbox', 'sandbox-lookup', 'sandbox-blind'] as const;
 export type SandboxMode = (typeof SANDBOX_MODES)[number];
+
+/** One role per kind of decision, so that asking for a resend and approving it stay with different people. */
+export const OPERATOR_ROLES = [
+  'view',
+  'resend',
+  'mark-sent',
+  'discard',
+  'approve',
+  'reprocess',
+  'conversation',
+  'purge',
+] as const;
+export type OperatorRole = (typeof OPERATOR_ROLES)[number];
+
+/**
+ * What a worker's payload codec hands the workflow instead of a payload it refuses (plaintext, or
+ * ciphertext that does not authenticate): only the receiver and replyflow's own servers, which hold
+ * the payload key, may put data in front of a workflow (src/temporal/codec.ts).
+ */
+export interface RefusedPayload {
+  replyflowRefusedPayload: string;
+}
+
+export function isRefusedPayload(value: unknown): value is RefusedPayload {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as Partial<RefusedPayload>).replyflowRefusedPayload === 'string'
+  );
+}

@@ -6,6 +6,7 @@ import { type ActivityDeps, createActivities } from '../activities';
 import { createNotifier } from './alerts';
 import type { Config } from './config';
 import { createEffectsRepository } from './db/effects';
+import { createOperatorStore } from './db/operators';
 import type { Pool } from './db/pool';
 import type { Logger } from './logger';
 import type { DeliveryPolicy } from './model';
@@ -13,7 +14,7 @@ import { freePort } from './ports';
 import { createResponder } from './responders';
 import { loadRouteFile, planner, RouteFileError, routeTargetProblems } from './routes';
 import { createTargets } from './targets';
-import { connectionSecurity, dataConverter, keyring } from './temporal/client';
+import { connectionSecurity, keyring, payloadCodec } from './temporal/client';
 import { createWorkerMetrics, serveWorkerMetrics, type WorkerMetrics } from './worker-metrics';
 
 export const WORKFLOWS_PATH = path.resolve(__dirname, '..', 'workflows');
@@ -92,9 +93,12 @@ export async function createWorker(
   });
   const metrics = options.deps?.metrics ?? createWorkerMetrics(options.pool);
   const pool = options.deps?.pool ?? options.pool;
+  const codec = payloadCodec(options.encryptionKey, keyring(config), { refuseUnencrypted: true });
   const activities = createActivities({
     pool,
     effects: createEffectsRepository(pool),
+    operators: createOperatorStore(pool),
+    payloadKeys: codec.keys,
     targets,
     responder: createResponder(config),
     policy: deliveryPolicy(config),
@@ -116,7 +120,8 @@ export async function createWorker(
       namespace: config.TEMPORAL_NAMESPACE,
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       activities,
-      dataConverter: dataConverter(options.encryptionKey, keyring(config)),
+      // Workers refuse what is not encrypted by a known key (src/temporal/codec.ts).
+      dataConverter: { payloadCodecs: [codec] },
       // On SIGTERM (a rolling deploy) a send in flight may finish: cancelling it would turn a reply that
       // probably went out into an unknown outcome for the next worker to look up or hold.
       shutdownGraceTime: config.SEND_TIMEOUT,

@@ -7,46 +7,88 @@ import {
   ApplicationFailure,
   allHandlersFinished,
   condition,
+  currentUpdateInfo,
+  patched,
+  type SignalDefinition,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
 import { Failure } from '../src/failures';
+import { isRefusedPayload } from '../src/model';
 import type { InboundEvent } from '../src/providers/types';
 import { mainPathRecords } from './activity-stubs';
 import { EffectAttempt } from './effect-attempt';
 import {
   approveSignal,
+  approveUpdate,
+  type DecisionName,
   type ReplyState,
   reprocessSignal,
+  reprocessUpdate,
   resolveSignal,
+  resolveUpdate,
   statusQuery,
   turnGrantedSignal,
 } from './messages';
+import { unsealedSignal } from './operator';
 import { OperatorDesk, ParkExpired } from './operator-desk';
 import { type EventResult, RunView } from './run-view';
 import { TurnClient } from './turn-client';
 
 export type { EventResult } from './run-view';
 
+const SEALED_DECISIONS_PATCH = 'sealed-decisions';
+
 export async function handleEvent(event: InboundEvent): Promise<EventResult> {
+  // Only the receiver starts event workflows, with an input encrypted by a known key; a plaintext
+  // start (anyone with access to Temporal) fails here, before anything is recorded or sent.
+  if (isRefusedPayload(event))
+    throw ApplicationFailure.nonRetryable(
+      `event input refused: ${event.replyflowRefusedPayload}`,
+      Failure.PayloadRefused,
+    );
   const bookkeeping = mainPathRecords();
   const { workflowId } = workflowInfo();
   const run = new RunView();
   const desk = new OperatorDesk(run);
   const turns = new TurnClient(workflowId, bookkeeping);
 
-  setHandler(turnGrantedSignal, ({ requestId }) => turns.onGranted(requestId));
-  setHandler(resolveSignal, (payload) => desk.receive({ signal: 'resolve', payload }), {
-    description:
-      'Decide a held or failed item: {"action":"mark-sent"|"resend"|"discard","operator","reason","externalId"?,"requestId"?}',
+  setHandler(turnGrantedSignal, (grant) => {
+    if (!isRefusedPayload(grant)) return turns.onGranted(grant.requestId);
   });
-  setHandler(approveSignal, (payload) => desk.receive({ signal: 'approve', payload }), {
-    description:
-      'Approve a pending resend (a different person from the one who asked): {"approver","reason","requestId"?}',
-  });
-  setHandler(reprocessSignal, (payload) => desk.receive({ signal: 'reprocess', payload }), {
-    description: 'Run failed work again through the same checks: {"operator","reason","requestId"?}',
-  });
+  const decisions: [DecisionName, typeof resolveUpdate, SignalDefinition<[unknown]>, string][] = [
+    [
+      'resolve',
+      resolveUpdate,
+      resolveSignal,
+      'Decide a held or failed item: {"workflowId","action":"mark-sent"|"resend"|"discard","reason","externalId"?}',
+    ],
+    [
+      'approve',
+      approveUpdate,
+      approveSignal,
+      'Approve a pending resend (a different operator from the one who asked): {"workflowId","reason"}',
+    ],
+    ['reprocess', reprocessUpdate, reprocessSignal, 'Run failed work again: {"workflowId","reason"}'],
+  ];
+  for (const [name, update, signal, shape] of decisions) {
+    const description = `${shape}. Sealed by the codec server for the operator logged in there; answers Accepted or Rejected.`;
+    setHandler(update, (input) => desk.decide(name, input, `update:${currentUpdateInfo()?.id}`), {
+      description,
+    });
+    // Runs started before decisions were sealed recorded their signals unverified; replaying those
+    // histories takes that path. Every signal that arrives now is verified like an update.
+    setHandler(
+      signal,
+      (payload) =>
+        patched(SEALED_DECISIONS_PATCH)
+          ? desk.decide(name, payload, desk.nextSignalDelivery()).then(() => undefined)
+          : desk.receiveUnsealed(unsealedSignal(name, payload)),
+      {
+        description: `${description} Prefer the update: a signal's verdict is only in status and the audit log.`,
+      },
+    );
+  }
   setHandler(statusQuery, () => ({ ...run.details, state: run.state, operatorHistory: desk.history }), {
     description:
       'State, step, attempts, last error class, recommended action, business key and operator history',

@@ -2,7 +2,7 @@
 // object, so that the Temporal Web UI's "Send a Signal" form can carry it; the CLI sends the same
 // shapes), its status query, and the turn signals between event workflows and their conversation's
 // turns workflow (workflows/conversation.ts).
-import { defineQuery, defineSignal } from '@temporalio/workflow';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 
 export type ReplyState =
   | 'received'
@@ -18,6 +18,27 @@ export type ReplyState =
 
 export type ResolveAction = 'mark-sent' | 'resend' | 'discard';
 
+/** The three operator decisions: the names of their updates (and of the signals runs started before use). */
+export type DecisionName = 'resolve' | 'approve' | 'reprocess';
+
+/**
+ * A decision as an operator types it (Web UI) or the CLI sends it, sealed on its way by the codec
+ * server for the operator it authenticated (src/decision-seal.ts). Who decided is never a field of
+ * the body: it comes from the verified seal.
+ */
+export interface DecisionInput {
+  /** The workflow this decision is for: the seal is bound to it. */
+  workflowId: string;
+  /** `resolve` only. */
+  action?: ResolveAction;
+  reason: string;
+  /** Required with mark-sent: the id the target gave the message an operator found. */
+  externalId?: string;
+  /** Added by the codec server. */
+  seal?: string;
+}
+
+/** The signal payloads of runs started before decisions were updates (kept so their histories replay). */
 export interface ResolveSignal {
   action: ResolveAction;
   operator: string;
@@ -43,8 +64,9 @@ export interface ReprocessSignal {
 /** One operator message as the workflow judged it. */
 export interface OperatorDecision {
   at: string;
-  signal: 'resolve' | 'approve' | 'reprocess';
+  signal: DecisionName;
   action: string;
+  /** The operator the seal proves, `(unverified)` when there is no valid seal; a name typed into a signal of a run started before decisions were sealed. */
   actor: string;
   reason?: string;
   requestId?: string;
@@ -70,9 +92,15 @@ export interface StatusView {
   operatorHistory: OperatorDecision[];
 }
 
-export const resolveSignal = defineSignal<[ResolveSignal]>('resolve');
-export const approveSignal = defineSignal<[ApproveSignal]>('approve');
-export const reprocessSignal = defineSignal<[ReprocessSignal]>('reprocess');
+/** Each answers with the verdict: `Accepted: …` or `Rejected: …`. */
+export const resolveUpdate = defineUpdate<string, [DecisionInput]>('resolve');
+export const approveUpdate = defineUpdate<string, [DecisionInput]>('approve');
+export const reprocessUpdate = defineUpdate<string, [DecisionInput]>('reprocess');
+
+/** The same decisions as signals: judged alike (sealed), but the verdict is only in `status` and the audit log. */
+export const resolveSignal = defineSignal<[ResolveSignal | DecisionInput]>('resolve');
+export const approveSignal = defineSignal<[ApproveSignal | DecisionInput]>('approve');
+export const reprocessSignal = defineSignal<[ReprocessSignal | DecisionInput]>('reprocess');
 export const statusQuery = defineQuery<StatusView>('status');
 
 /** The turns workflow of one conversation (or order). */

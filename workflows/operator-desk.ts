@@ -5,8 +5,8 @@ import { condition, log, workflowInfo } from '@temporalio/workflow';
 import { errorMessage } from '../src/failures';
 import { alerts, records } from './activity-stubs';
 import type { Decision, EffectContext, Settled } from './effect-context';
-import type { OperatorDecision, ReplyState } from './messages';
-import { actorOf, judge, type OperatorMessage, requestIdOf } from './operator';
+import type { DecisionName, OperatorDecision, ReplyState } from './messages';
+import { actionOf, judge, type OperatorMessage } from './operator';
 import type { RunView } from './run-view';
 
 /** Failed work nobody reprocessed or discarded within the policy's park time. */
@@ -16,18 +16,79 @@ export class ParkExpired extends Error {
 
 type Waiting = 'held' | 'failed';
 
+/** A message waiting to be judged, and how to answer its sender (an update waits for the verdict). */
+interface Entry {
+  message: OperatorMessage;
+  arrivedIn: ReplyState;
+  answer?: (verdict: string) => void;
+}
+
+const DECIDABLE: readonly ReplyState[] = ['held', 'awaiting_approval', 'failed'];
+
 export class OperatorDesk {
   /** Every message judged so far, for the status query. */
   readonly history: OperatorDecision[] = [];
-  private readonly inbox: { message: OperatorMessage; arrivedIn: ReplyState }[] = [];
+  private readonly inbox: Entry[] = [];
   private readonly seenRequestIds = new Set<string>();
   /** Who asked for the resend that awaits approval. */
   private resendRequestedBy?: string;
+  private signalsReceived = 0;
 
   constructor(private readonly run: RunView) {}
 
-  /** A signal handler's whole job: queue the message with the state it arrived in. */
-  receive(message: OperatorMessage): void {
+  /**
+   * A decision, by update or signal: its seal is verified (and its single use recorded) by an
+   * activity, which also checks the operator's current roles; then it is judged while something
+   * awaits a decision. Anything else is rejected at once and audited.
+   * @param delivery what delivered it: the update's id, or this run's count of decision signals.
+   * @returns the verdict, `Accepted: …` or `Rejected: …`.
+   */
+  async decide(signal: DecisionName, payload: unknown, delivery: string): Promise<string> {
+    const verified = await records.verifyDecision({
+      decision: signal,
+      payload,
+      workflowId: workflowInfo().workflowId,
+      delivery,
+    });
+    const state = this.run.state;
+    if (!verified.ok) {
+      const unverified: OperatorMessage = {
+        signal,
+        payload: { action: verified.action },
+        actor: '(unverified)',
+      };
+      return this.record(
+        { message: unverified, arrivedIn: state },
+        'rejected',
+        verified.reason,
+        state,
+        state,
+      );
+    }
+    const message: OperatorMessage = {
+      signal,
+      payload: verified.body,
+      actor: verified.operator,
+      requestId: verified.requestId,
+    };
+    if (!DECIDABLE.includes(state)) {
+      const detail = `nothing awaits a decision in state ${state}`;
+      return this.record({ message, arrivedIn: state }, 'rejected', detail, state, state);
+    }
+    return new Promise((answer) => this.inbox.push({ message, arrivedIn: state, answer }));
+  }
+
+  /** The delivery name of the next decision signal: deterministic, and different for each one. */
+  nextSignalDelivery(): string {
+    this.signalsReceived += 1;
+    return `signal:${this.signalsReceived}`;
+  }
+
+  /**
+   * A signal as runs started before sealed decisions queued it, unverified: only the histories
+   * recorded then take this path when they replay.
+   */
+  receiveUnsealed(message: OperatorMessage): void {
     this.inbox.push({ message, arrivedIn: this.run.state });
   }
 
@@ -65,30 +126,30 @@ export class OperatorDesk {
   /** Messages that arrive while nothing awaits a decision change nothing, and are recorded so. */
   async rejectStray(): Promise<void> {
     while (this.inbox.length > 0) {
-      const { message, arrivedIn } = this.inbox.shift()!;
-      const requestId = requestIdOf(message);
+      const entry = this.inbox.shift()!;
+      const { requestId } = entry.message;
       const detail =
         requestId && this.seenRequestIds.has(requestId)
           ? `repeated requestId ${requestId}`
-          : `nothing awaits a decision in state ${arrivedIn}`;
-      await this.record(message, 'rejected', detail, this.run.state, this.run.state);
+          : `nothing awaits a decision in state ${entry.arrivedIn}`;
+      await this.record(entry, 'rejected', detail, this.run.state, this.run.state);
     }
   }
 
   /** Judges and applies the oldest message. @returns the decision, or undefined to keep waiting. */
   private async judgeNext(ctx: EffectContext): Promise<Decision | undefined> {
-    const { message, arrivedIn } = this.inbox.shift()!;
+    const entry = this.inbox.shift()!;
+    const { message, arrivedIn } = entry;
     const before = this.run.state;
-    const verdict =
-      arrivedIn === 'held' || arrivedIn === 'awaiting_approval' || arrivedIn === 'failed'
-        ? judge(message, {
-            state: before,
-            seenRequestIds: this.seenRequestIds,
-            resendRequestedBy: this.resendRequestedBy,
-          })
-        : { ok: false as const, detail: `nothing awaits a decision in state ${arrivedIn}` };
+    const verdict = DECIDABLE.includes(arrivedIn)
+      ? judge(message, {
+          state: before,
+          seenRequestIds: this.seenRequestIds,
+          resendRequestedBy: this.resendRequestedBy,
+        })
+      : { ok: false as const, detail: `nothing awaits a decision in state ${arrivedIn}` };
     if (!verdict.ok) {
-      await this.record(message, 'rejected', verdict.detail, before, before);
+      await this.record(entry, 'rejected', verdict.detail, before, before);
       return undefined;
     }
     switch (verdict.action) {
@@ -100,18 +161,18 @@ export class OperatorDesk {
           manual: true,
         });
         this.run.setState('succeeded', { recommendedAction: undefined });
-        await this.record(message, 'accepted', `marked sent as ${verdict.externalId}`, before, 'succeeded');
+        await this.record(entry, 'accepted', `marked sent as ${verdict.externalId}`, before, 'succeeded');
         return { kind: 'done', state: 'succeeded', externalId: verdict.externalId };
       }
       case 'discard': {
         await records.recordResult({ effectId: ctx.effectId, status: 'discarded', manual: true });
         this.run.setState('discarded', { recommendedAction: undefined });
-        await this.record(message, 'accepted', undefined, before, 'discarded');
+        await this.record(entry, 'accepted', undefined, before, 'discarded');
         this.run.details.reason = 'discarded by an operator';
         return { kind: 'done', state: 'discarded' };
       }
       case 'request-resend': {
-        this.resendRequestedBy = actorOf(message);
+        this.resendRequestedBy = message.actor;
         this.run.setState('awaiting_approval', {
           recommendedAction: 'a different person approves the resend (approve signal)',
         });
@@ -119,12 +180,12 @@ export class OperatorDesk {
           operator: this.resendRequestedBy,
           reason: String((message.payload as { reason?: unknown }).reason),
         };
-        await this.record(message, 'accepted', 'awaiting approval', before, 'awaiting_approval');
+        await this.record(entry, 'accepted', 'awaiting approval', before, 'awaiting_approval');
         return undefined;
       }
       case 'approve-resend':
       case 'reprocess':
-        return this.sendAgain(message, verdict.action === 'approve-resend', ctx, before);
+        return this.sendAgain(entry, verdict.action === 'approve-resend', ctx, before);
     }
   }
 
@@ -135,7 +196,7 @@ export class OperatorDesk {
    * retry_wait and the same send protocol runs with the same key and text.
    */
   private async sendAgain(
-    message: OperatorMessage,
+    entry: Entry,
     approval: boolean,
     ctx: EffectContext,
     before: ReplyState,
@@ -148,36 +209,40 @@ export class OperatorDesk {
     if (check.kind === 'already-sent') {
       this.run.setState('succeeded', { recommendedAction: undefined });
       const detail = `found already sent (${check.externalId})${approval ? ': no resend' : ''}`;
-      await this.record(message, 'accepted', detail, before, 'succeeded');
+      await this.record(entry, 'accepted', detail, before, 'succeeded');
       return { kind: 'done', state: 'succeeded', externalId: check.externalId } satisfies Settled;
     }
     if (check.kind === 'wait') {
       if (approval) this.run.setState('held');
-      await this.record(message, 'rejected', check.detail, before, this.run.state);
+      await this.record(entry, 'rejected', check.detail, before, this.run.state);
       return undefined;
     }
     this.run.setState('processing');
-    await this.record(message, 'accepted', approval ? 'resend approved' : undefined, before, 'processing');
+    await this.record(entry, 'accepted', approval ? 'resend approved' : undefined, before, 'processing');
     return { kind: 'send-again' };
   }
 
-  /** Records a message's verdict in the status view and the append-only audit log. */
+  /**
+   * Records a message's verdict in the status view and the append-only audit log, and answers its
+   * sender. @returns the verdict as the sender sees it.
+   */
   private async record(
-    message: OperatorMessage,
+    entry: Entry,
     result: 'accepted' | 'rejected',
     detail: string | undefined,
     before: ReplyState,
     after: ReplyState,
-  ): Promise<void> {
-    const requestId = requestIdOf(message);
+  ): Promise<string> {
+    const { message } = entry;
+    const { requestId } = message;
     if (requestId) this.seenRequestIds.add(requestId);
-    const p = message.payload as unknown as Record<string, unknown>;
-    const action = message.signal === 'resolve' ? String(p?.action ?? '(missing)') : message.signal;
+    const p = message.payload as Record<string, unknown> | undefined;
+    const action = actionOf(message);
     const decision: OperatorDecision = {
       at: new Date().toISOString(),
       signal: message.signal,
       action,
-      actor: actorOf(message),
+      actor: message.actor,
       reason: typeof p?.reason === 'string' ? p.reason.slice(0, 500) : undefined,
       requestId,
       result,
@@ -198,6 +263,9 @@ export class OperatorDesk {
       result: result === 'accepted' ? (detail ? `accepted: ${detail}` : 'accepted') : `rejected: ${detail}`,
       requestId,
     });
+    const verdict = result === 'accepted' ? `Accepted: ${detail ?? action}` : `Rejected: ${detail}`;
+    entry.answer?.(verdict);
+    return verdict;
   }
 
   /**

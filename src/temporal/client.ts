@@ -7,7 +7,7 @@ import path from 'node:path';
 import { Client, Connection, type TLSConfig } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import type { Config } from '../config';
-import { AesGcmPayloadCodec } from './codec';
+import { AesGcmPayloadCodec, type CodecOptions } from './codec';
 
 export const ENCRYPTION_KEY_FILE = 'encryption.key';
 
@@ -42,7 +42,11 @@ export function keyring(config: Config): Keyring {
 }
 
 /** The codec every role and the codec server share: encrypts with the current key, decrypts with any. */
-export function payloadCodec(encryptionKey: string, keys: Keyring = {}): AesGcmPayloadCodec {
+export function payloadCodec(
+  encryptionKey: string,
+  keys: Keyring = {},
+  options: CodecOptions = {},
+): AesGcmPayloadCodec {
   const keyId = keys.keyId ?? 'default';
   const others = keys.decryptionKeys ?? {};
   if (keyId in others) {
@@ -53,11 +57,15 @@ export function payloadCodec(encryptionKey: string, keys: Keyring = {}): AesGcmP
   const decryptionKeys = Object.fromEntries(
     Object.entries(others).map(([id, key]) => [id, Buffer.from(key, 'base64')]),
   );
-  return new AesGcmPayloadCodec(Buffer.from(encryptionKey, 'base64'), keyId, decryptionKeys);
+  return new AesGcmPayloadCodec(Buffer.from(encryptionKey, 'base64'), keyId, decryptionKeys, options);
 }
 
-export function dataConverter(encryptionKey: string, keys: Keyring = {}): DataConverter {
-  return { payloadCodecs: [payloadCodec(encryptionKey, keys)] };
+export function dataConverter(
+  encryptionKey: string,
+  keys: Keyring = {},
+  options: CodecOptions = {},
+): DataConverter {
+  return { payloadCodecs: [payloadCodec(encryptionKey, keys, options)] };
 }
 
 /** What the receiver, the worker and the CLI add to `{ address }` to reach a secured frontend. */

@@ -6,9 +6,10 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createNotifier, workflowUrl } from '../../src/alerts';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
-import { resolveSignal } from '../../workflows/messages';
+
 import { eventually } from '../helpers/eventually';
 import { FakeTarget } from '../helpers/fake-target';
+import { operatorDecides } from '../helpers/operators';
 import { capturedLogger } from '../helpers/receiver';
 import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
 import { FAST_POLICY, sandboxEvent, testConfig, uniqueId, withWorker } from '../helpers/system';
@@ -130,9 +131,8 @@ describe('alerts: held, reminder and failed work to the alert webhook and the lo
       assert.match(String(reminder.text), /reminder #1/);
       assertSafe(reminder, secret, handle.workflowId);
 
-      await handle.signal(resolveSignal, {
+      await operatorDecides(handle, 'resolve', {
         action: 'discard',
-        operator: 'ops@example.com',
         reason: 'test over',
       });
       assert.equal((await handle.result()).state, 'discarded');
@@ -158,9 +158,8 @@ describe('alerts: held, reminder and failed work to the alert webhook and the lo
       assert.equal(alert.recommendedAction, 'check the destination (URL, channel, issue)');
       assert.equal(alert.errorClass, 'permanent');
       assertSafe(alert, secret, handle.workflowId);
-      await handle.signal(resolveSignal, {
+      await operatorDecides(handle, 'resolve', {
         action: 'discard',
-        operator: 'ops@example.com',
         reason: 'test over',
       });
       assert.equal((await handle.result()).state, 'discarded');

@@ -9,9 +9,10 @@ import { createEffectsRepository, type EffectsRepository } from '../../src/db/ef
 import type { Pool } from '../../src/db/pool';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import type { handleEvent } from '../../workflows';
-import { approveSignal, resolveSignal } from '../../workflows/messages';
+
 import { eventually } from '../helpers/eventually';
 import { FakeTarget } from '../helpers/fake-target';
+import { operatorDecides, secondOperatorApproves } from '../helpers/operators';
 import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
 import { FAST_POLICY, sandboxEvent, testConfig, uniqueId, withWorker } from '../helpers/system';
 import { effectRows, startEvent, waitForState } from '../helpers/workflows';
@@ -118,10 +119,10 @@ describe('the sending lease against stalled send attempts (dev server, PostgreSQ
 
   /** Resend after held: asked by one person, approved by another. */
   const approvedResend = async (handle: WorkflowHandle<typeof handleEvent>) => {
-    await handle.signal(resolveSignal, { action: 'resend', operator: 'alice', reason: 'nothing arrived' });
+    await operatorDecides(handle, 'resolve', { action: 'resend', reason: 'nothing arrived' });
     await waitForState(handle, 'awaiting_approval');
     const approvedAt = Date.now();
-    await handle.signal(approveSignal, { approver: 'bob', reason: 'checked the conversation' });
+    await secondOperatorApproves(handle, 'checked the conversation');
     return approvedAt;
   };
 
@@ -253,9 +254,8 @@ describe('the sending lease against stalled send attempts (dev server, PostgreSQ
         const held = await waitForState(handle, 'held', 60_000);
         // The operator looks at the conversation, finds the reply, and says so.
         const [reply] = fake.deliveredTo(conversationId);
-        await handle.signal(resolveSignal, {
+        await operatorDecides(handle, 'resolve', {
           action: 'mark-sent',
-          operator: 'alice',
           reason: 'the reply is in the conversation',
           externalId: String(reply!.id),
         });

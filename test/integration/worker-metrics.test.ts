@@ -8,9 +8,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../../src/ports';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
-import { resolveSignal } from '../../workflows/messages';
+
 import { eventually } from '../helpers/eventually';
 import { FakeTarget } from '../helpers/fake-target';
+import { operatorDecides } from '../helpers/operators';
 import { counterValue } from '../helpers/receiver';
 import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
 import { sandboxEvent, uniqueId } from '../helpers/system';
@@ -132,9 +133,8 @@ describe('worker metrics: our metrics and the Temporal SDK runtime metrics on WO
     for (const status of ['claimed', 'sending', 'retry_wait', 'unknown', 'failed'])
       assert.match(text, new RegExp(`^replyflow_effects_open\\{status="${status}"\\} \\d+$`, 'm'));
 
-    await held.signal(resolveSignal, {
+    await operatorDecides(held, 'resolve', {
       action: 'mark-sent',
-      operator: 'ops@example.com',
       reason: 'found it in the chat',
       externalId: '1',
     });
@@ -174,9 +174,8 @@ describe('worker metrics: our metrics and the Temporal SDK runtime metrics on WO
           by: 'worker',
         }) === 1,
     );
-    await failed.signal(resolveSignal, {
+    await operatorDecides(failed, 'resolve', {
       action: 'discard',
-      operator: 'ops@example.com',
       reason: 'test over',
     });
     assert.equal((await failed.result()).state, 'discarded');

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { judge, type OperatorMessage } from '../../workflows/operator';
+import { judge, type OperatorMessage, unsealedSignal } from '../../workflows/operator';
 
 const held = { state: 'held' as const, seenRequestIds: new Set<string>() };
-const resolve = (payload: object): OperatorMessage => ({ signal: 'resolve', payload: payload as never });
+const resolve = (payload: object): OperatorMessage => unsealedSignal('resolve', payload);
 
 describe('judging an operator message (workflows/operator.ts judge)', () => {
   it('accepts a valid mark-sent with an external id', () => {
@@ -43,8 +43,8 @@ describe('judging an operator message (workflows/operator.ts judge)', () => {
       seenRequestIds: new Set<string>(),
       resendRequestedBy: 'alice',
     };
-    assert.equal(judge({ signal: 'approve', payload: { approver: 'alice', reason: 'r' } }, ctx).ok, false);
-    assert.deepEqual(judge({ signal: 'approve', payload: { approver: 'bob', reason: 'r' } }, ctx), {
+    assert.equal(judge(unsealedSignal('approve', { approver: 'alice', reason: 'r' }), ctx).ok, false);
+    assert.deepEqual(judge(unsealedSignal('approve', { approver: 'bob', reason: 'r' }), ctx), {
       ok: true,
       action: 'approve-resend',
     });
@@ -53,10 +53,10 @@ describe('judging an operator message (workflows/operator.ts judge)', () => {
   it('sends failed work again only through reprocess', () => {
     const failed = { state: 'failed' as const, seenRequestIds: new Set<string>() };
     assert.equal(judge(resolve({ action: 'resend', operator: 'a', reason: 'r' }), failed).ok, false);
-    assert.deepEqual(judge({ signal: 'reprocess', payload: { operator: 'a', reason: 'r' } }, failed), {
+    assert.deepEqual(judge(unsealedSignal('reprocess', { operator: 'a', reason: 'r' }), failed), {
       ok: true,
       action: 'reprocess',
     });
-    assert.equal(judge({ signal: 'reprocess', payload: { operator: 'a', reason: 'r' } }, held).ok, false);
+    assert.equal(judge(unsealedSignal('reprocess', { operator: 'a', reason: 'r' }), held).ok, false);
   });
 });

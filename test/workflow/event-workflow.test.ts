@@ -4,8 +4,9 @@ import assert from 'node:assert/strict';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Alert } from '../../activities';
 import type { Config } from '../../src/config';
-import { approveSignal, reprocessSignal, resolveSignal, statusQuery } from '../../workflows/messages';
+import { statusQuery } from '../../workflows/messages';
 import { FakeTarget } from '../helpers/fake-target';
+import { decide, type TestOperator, twoOperators } from '../helpers/operators';
 import { timeSkipping } from '../helpers/servers';
 import { sandboxEvent, startTestWorker, testConfig, uniqueId } from '../helpers/system';
 import { auditRows, effectRows, startEvent, waitForState } from '../helpers/workflows';
@@ -19,8 +20,11 @@ describe('event workflow paths end to end: sends, lookups, holds and decisions (
   let alertsDown = false;
 
   let worker: { stop(): Promise<void> };
+  let alice: TestOperator;
+  let bob: TestOperator;
 
   before(async () => {
+    ({ asker: alice, approver: bob } = await twoOperators());
     env = await timeSkipping();
     fake = await new FakeTarget().start();
     config = testConfig({ SANDBOX_API_URL: fake.url });
@@ -117,7 +121,10 @@ describe('event workflow paths end to end: sends, lookups, holds and decisions (
     const event = sandboxEvent({ conversationId: conv, messageId: 'm1' });
     const handle = await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event);
     const failedView = await waitForState(handle, 'failed');
-    await handle.signal(reprocessSignal, { operator: 'alice', reason: 'destination fixed' });
+    assert.equal(
+      await decide(handle, alice, 'reprocess', { reason: 'destination fixed' }),
+      'Accepted: reprocess',
+    );
     const result = await handle.result();
     assert.equal(failedView.lastErrorClass, 'permanent');
     assert.match(failedView.recommendedAction ?? '', /destination/);
@@ -128,7 +135,7 @@ describe('event workflow paths end to end: sends, lookups, holds and decisions (
     const audit = await auditRows(event.workflowId);
     assert.deepEqual(
       audit.map((a) => [a.action, a.actor, a.state_before, a.state_after, a.result]),
-      [['reprocess', 'alice', 'failed', 'processing', 'accepted']],
+      [['reprocess', alice.account.name, 'failed', 'processing', 'accepted']],
     );
     assert.ok(alerts.some((a) => a.kind === 'failed'));
   });
@@ -163,12 +170,12 @@ describe('event workflow paths end to end: sends, lookups, holds and decisions (
     const event = sandboxEvent({ conversationId: conv, messageId: 'm1', target: 'sandbox-blind' });
     const handle = await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event);
     const held = await waitForState(handle, 'held');
-    await handle.signal(resolveSignal, {
+    const verdict = await decide(handle, alice, 'resolve', {
       action: 'mark-sent',
-      operator: 'alice',
       reason: 'seen in the chat',
       externalId: 'ext-42',
     });
+    assert.equal(verdict, 'Accepted: marked sent as ext-42');
     const result = await handle.result();
     assert.equal(held.lastErrorClass, 'unknown');
     assert.equal(result.state, 'succeeded');
@@ -179,7 +186,7 @@ describe('event workflow paths end to end: sends, lookups, holds and decisions (
     const audit = await auditRows(event.workflowId);
     assert.deepEqual(
       audit.map((a) => [a.action, a.actor, a.state_before, a.state_after]),
-      [['mark-sent', 'alice', 'held', 'succeeded']],
+      [['mark-sent', alice.account.name, 'held', 'succeeded']],
     );
     assert.ok(alerts.some((a) => a.kind === 'held' && a.workflowId === event.workflowId));
   });
@@ -190,20 +197,22 @@ describe('event workflow paths end to end: sends, lookups, holds and decisions (
     const event = sandboxEvent({ conversationId: conv, messageId: 'm1', target: 'sandbox-blind' });
     const handle = await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event);
     await waitForState(handle, 'held');
-    await handle.signal(resolveSignal, {
+    const asked = await decide(handle, alice, 'resolve', {
       action: 'resend',
-      operator: 'alice',
       reason: 'customer says nothing arrived',
     });
-    await waitForState(handle, 'awaiting_approval');
+    assert.equal(asked, 'Accepted: awaiting approval');
     const beforeApproval = fake.sendsFor((await effectRows(keyOf(conv, 'm1')))[0].id).length;
-    await handle.signal(approveSignal, { approver: 'alice', reason: 'approving my own' });
-    await handle.signal(approveSignal, {
-      approver: 'bob',
-      reason: 'checked the chat log',
-      requestId: 'r-1',
-    });
-    await handle.signal(approveSignal, { approver: 'bob', reason: 'double click', requestId: 'r-1' });
+    // alice holds every role but approve: even with it, she could not approve her own resend.
+    const selfApproval = await decide(handle, alice, 'approve', { reason: 'approving my own' });
+    assert.equal(
+      selfApproval,
+      `Rejected: not permitted: ${alice.account.name} does not have the approve role`,
+    );
+    assert.equal(
+      await decide(handle, bob, 'approve', { reason: 'checked the chat log' }),
+      'Accepted: resend approved',
+    );
     const result = await handle.result();
     const afterSelfApproval = await handle.query(statusQuery);
     assert.equal(beforeApproval, 1, 'a resend request alone sends nothing');
@@ -212,14 +221,14 @@ describe('event workflow paths end to end: sends, lookups, holds and decisions (
     assert.equal(fake.sendsFor(row.id).length, 2);
     assert.equal(fake.deliveredTo(conv).length, 1);
     const decisions = afterSelfApproval.operatorHistory.map((d) => [d.action, d.actor, d.result]);
-    assert.deepEqual(decisions.slice(0, 3), [
-      ['resend', 'alice', 'accepted'],
-      ['approve', 'alice', 'rejected'],
-      ['approve', 'bob', 'accepted'],
+    assert.deepEqual(decisions, [
+      ['resend', alice.account.name, 'accepted'],
+      ['approve', '(unverified)', 'rejected'],
+      ['approve', bob.account.name, 'accepted'],
     ]);
     const audit = await auditRows(event.workflowId);
-    assert.equal(audit.length, 4, 'the repeated approval is recorded as rejected too');
-    assert.match(audit[3].result, /rejected: repeated requestId/);
+    assert.equal(audit.length, 3);
+    assert.equal(audit[2].approver, bob.account.name);
   });
 
   it('discards a held item on request and records who did it', async () => {
@@ -228,11 +237,7 @@ describe('event workflow paths end to end: sends, lookups, holds and decisions (
     const event = sandboxEvent({ conversationId: conv, messageId: 'm1', target: 'sandbox-blind' });
     const handle = await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event);
     await waitForState(handle, 'held');
-    await handle.signal(resolveSignal, {
-      action: 'discard',
-      operator: 'carol',
-      reason: 'customer answered by phone',
-    });
+    await decide(handle, alice, 'resolve', { action: 'discard', reason: 'customer answered by phone' });
     const result = await handle.result();
     assert.equal(result.state, 'discarded');
     const [row] = await effectRows(keyOf(conv, 'm1'));
@@ -240,7 +245,7 @@ describe('event workflow paths end to end: sends, lookups, holds and decisions (
     const audit = await auditRows(event.workflowId);
     assert.deepEqual(
       audit.map((a) => [a.action, a.actor, a.state_after]),
-      [['discard', 'carol', 'discarded']],
+      [['discard', alice.account.name, 'discarded']],
     );
   });
 
@@ -250,12 +255,21 @@ describe('event workflow paths end to end: sends, lookups, holds and decisions (
     const event = sandboxEvent({ conversationId: conv, messageId: 'm1', target: 'sandbox-blind' });
     const handle = await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event);
     await waitForState(handle, 'held');
-    await handle.signal(resolveSignal, { action: 'explode', operator: 'dave', reason: 'x' } as never);
-    await handle.signal(resolveSignal, { action: 'mark-sent', operator: 'dave', reason: 'no id' });
-    await handle.signal(resolveSignal, { action: 'discard', operator: '', reason: 'anonymous' });
-    await handle.signal(approveSignal, { approver: 'erin', reason: 'nothing pending' });
-    await handle.signal(reprocessSignal, { operator: 'erin', reason: 'not failed' });
-    await handle.signal(resolveSignal, { action: 'discard', operator: 'dave', reason: 'cleanup' });
+    const verdicts = [
+      await decide(handle, alice, 'resolve', { action: 'explode' as never, reason: 'x' }),
+      await decide(handle, alice, 'resolve', { action: 'mark-sent', reason: 'no id' }),
+      await decide(handle, alice, 'resolve', { action: 'discard', reason: '' }),
+      await decide(handle, bob, 'approve', { reason: 'nothing pending' }),
+      await decide(handle, alice, 'reprocess', { reason: 'not failed' }),
+    ];
+    assert.deepEqual(verdicts, [
+      'Rejected: action must be one of mark-sent, resend, discard',
+      'Rejected: mark-sent needs the externalId of the message that was sent',
+      'Rejected: reason is required (at most 500 characters)',
+      'Rejected: no resend awaits approval (state held)',
+      'Rejected: only failed work can be reprocessed (state held)',
+    ]);
+    await decide(handle, alice, 'resolve', { action: 'discard', reason: 'cleanup' });
     await handle.result();
     const view = await handle.query(statusQuery);
     assert.deepEqual(
@@ -273,7 +287,7 @@ describe('event workflow paths end to end: sends, lookups, holds and decisions (
     await waitForState(handle, 'held');
     await env.sleep('30 hours');
     const stillHeld = await handle.query(statusQuery);
-    await handle.signal(resolveSignal, { action: 'discard', operator: 'carol', reason: 'done' });
+    await decide(handle, alice, 'resolve', { action: 'discard', reason: 'done' });
     await handle.result();
     assert.equal(stillHeld.state, 'held');
     const reminders = alerts.filter((a) => a.kind === 'reminder' && a.workflowId === event.workflowId);
@@ -296,12 +310,7 @@ describe('event workflow paths end to end: sends, lookups, holds and decisions (
     await waitForState(handle, 'held');
     await env.sleep('2 hours');
     assert.equal((await handle.query(statusQuery)).state, 'held');
-    await handle.signal(resolveSignal, {
-      action: 'mark-sent',
-      operator: 'alice',
-      reason: 'seen',
-      externalId: 'x9',
-    });
+    await decide(handle, alice, 'resolve', { action: 'mark-sent', reason: 'seen', externalId: 'x9' });
     assert.equal((await handle.result()).state, 'succeeded');
     assert.equal(alerts.length, 0);
   });

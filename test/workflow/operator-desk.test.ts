@@ -10,14 +10,23 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import type { Activities, Alert } from '../../activities';
 import type { ResultInput } from '../../activities/effects';
 import type { AuditRow } from '../../activities/operations';
-import type { Plan, ResendCheck, SendOutcome, TargetCapabilities } from '../../src/model';
+import {
+  isRefusedPayload,
+  type Plan,
+  type ResendCheck,
+  type SendOutcome,
+  type TargetCapabilities,
+} from '../../src/model';
 import { dataConverter } from '../../src/temporal/client';
 import type { handleEvent } from '../../workflows';
 import {
-  approveSignal,
+  approveUpdate,
+  type DecisionInput,
+  type DecisionName,
   type ReplyState,
-  reprocessSignal,
+  reprocessUpdate,
   resolveSignal,
+  resolveUpdate,
   statusQuery,
 } from '../../workflows/messages';
 import { eventually } from '../helpers/eventually';
@@ -53,6 +62,7 @@ class Script {
   alerts: Alert[] = [];
   outcomes: string[] = [];
   alertsDown = false;
+  verified = 0;
 
   activities(): Partial<Activities> {
     const plan: Plan = {
@@ -66,6 +76,25 @@ class Script {
       policy: { ...FAST_POLICY, failedParkMs: 24 * 3_600_000 },
     };
     return {
+      // Sealed here means `seal: "as:<operator>"`: the seal itself is checked by the real activity
+      // (test/integration/operator-trust.test.ts); these tests are about what the desk does next.
+      verifyDecision: async ({ payload }) => {
+        const p = payload as Partial<DecisionInput>;
+        if (isRefusedPayload(payload)) return { ok: false, reason: payload.replyflowRefusedPayload };
+        if (typeof p.seal !== 'string' || !p.seal.startsWith('as:'))
+          return {
+            ok: false,
+            reason: 'unsealed: decide through the codec server, logged in',
+            action: p.action,
+          };
+        this.verified += 1;
+        return {
+          ok: true,
+          operator: p.seal.slice(3),
+          requestId: `request-${this.verified}`,
+          body: { action: p.action, reason: p.reason, externalId: p.externalId },
+        };
+      },
       recordEvent: async () => ({ firstTime: true }),
       planEffects: async () => plan,
       claimEffect: async (input) => ({
@@ -156,13 +185,23 @@ describe('operator desk: every decision on held and failed work (time-skipping s
     return handle;
   };
   const audited = (count: number) => eventually(`${count} audit rows`, () => script.audit.length >= count);
+  const UPDATES = { resolve: resolveUpdate, approve: approveUpdate, reprocess: reprocessUpdate };
+  /** A decision as `operator`, by update. @returns the verdict. */
+  const decideAs = (
+    handle: Awaited<ReturnType<typeof start>>,
+    operator: string,
+    decision: DecisionName,
+    body: Omit<DecisionInput, 'workflowId'>,
+  ) =>
+    handle.executeUpdate(UPDATES[decision], {
+      args: [{ ...body, workflowId: handle.workflowId, seal: `as:${operator}` }],
+    });
 
   describe('held', () => {
     it('mark-sent records the external id as an operator result and succeeds without sending', async () => {
       const handle = await waitingIn(UNKNOWN, 'held');
-      await handle.signal(resolveSignal, {
+      await decideAs(handle, 'alice', 'resolve', {
         action: 'mark-sent',
-        operator: 'alice',
         reason: 'seen in the chat',
         externalId: 'ext-42',
       });
@@ -184,9 +223,8 @@ describe('operator desk: every decision on held and failed work (time-skipping s
 
     it('discard records the discard and ends discarded, saying an operator did it', async () => {
       const handle = await waitingIn(UNKNOWN, 'held');
-      await handle.signal(resolveSignal, {
+      await decideAs(handle, 'carol', 'resolve', {
         action: 'discard',
-        operator: 'carol',
         reason: 'answered by phone',
       });
       const result = await handle.result();
@@ -199,15 +237,15 @@ describe('operator desk: every decision on held and failed work (time-skipping s
 
     it('a resend waits for a different person: self-approval and a second request are refused', async () => {
       const handle = await waitingIn(UNKNOWN, 'held');
-      await handle.signal(resolveSignal, { action: 'resend', operator: 'alice', reason: 'nothing arrived' });
+      await decideAs(handle, 'alice', 'resolve', { action: 'resend', reason: 'nothing arrived' });
       const awaiting = await waitForState(handle, 'awaiting_approval');
       assert.deepEqual(awaiting.pendingResend, { operator: 'alice', reason: 'nothing arrived' });
       assert.match(awaiting.recommendedAction ?? '', /different person approves/);
-      await handle.signal(approveSignal, { approver: 'alice', reason: 'approving my own' });
-      await handle.signal(resolveSignal, { action: 'resend', operator: 'bob', reason: 'me too' });
+      await decideAs(handle, 'alice', 'approve', { reason: 'approving my own' });
+      await decideAs(handle, 'bob', 'resolve', { action: 'resend', reason: 'me too' });
       await audited(3);
       assert.equal(script.sent, 1, 'nothing sent before a valid approval');
-      await handle.signal(approveSignal, { approver: 'bob', reason: 'checked the chat log' });
+      await decideAs(handle, 'bob', 'approve', { reason: 'checked the chat log' });
       const result = await handle.result();
       assert.equal(result.state, 'succeeded');
       assert.equal(script.sent, 2, 'one resend after the approval');
@@ -235,8 +273,8 @@ describe('operator desk: every decision on held and failed work (time-skipping s
     it('an approved resend that finds the reply already sent succeeds without sending', async () => {
       const handle = await waitingIn(UNKNOWN, 'held');
       script.resendChecks.push({ kind: 'already-sent', externalId: 'ext-found' });
-      await handle.signal(resolveSignal, { action: 'resend', operator: 'alice', reason: 'nothing arrived' });
-      await handle.signal(approveSignal, { approver: 'bob', reason: 'ok' });
+      await decideAs(handle, 'alice', 'resolve', { action: 'resend', reason: 'nothing arrived' });
+      await decideAs(handle, 'bob', 'approve', { reason: 'ok' });
       const result = await handle.result();
       assert.equal(result.state, 'succeeded');
       assert.equal(result.effects[0]?.externalId, 'ext-found');
@@ -253,13 +291,13 @@ describe('operator desk: every decision on held and failed work (time-skipping s
     it('an approval the resend check refuses holds the item again, and it can still be decided', async () => {
       const handle = await waitingIn(UNKNOWN, 'held');
       script.resendChecks.push({ kind: 'wait', detail: 'a send attempt holds the lease' });
-      await handle.signal(resolveSignal, { action: 'resend', operator: 'alice', reason: 'nothing arrived' });
-      await handle.signal(approveSignal, { approver: 'bob', reason: 'ok' });
+      await decideAs(handle, 'alice', 'resolve', { action: 'resend', reason: 'nothing arrived' });
+      await decideAs(handle, 'bob', 'approve', { reason: 'ok' });
       await audited(2);
       const view = await waitForState(handle, 'held');
       assert.equal(view.pendingResend, undefined);
       assert.equal(script.sent, 1);
-      await handle.signal(resolveSignal, { action: 'discard', operator: 'alice', reason: 'give up' });
+      await decideAs(handle, 'alice', 'resolve', { action: 'discard', reason: 'give up' });
       assert.equal((await handle.result()).state, 'discarded');
       assert.deepEqual(script.auditTrail().slice(1), [
         ['approve', 'bob', 'awaiting_approval', 'held', 'rejected: a send attempt holds the lease'],
@@ -269,8 +307,8 @@ describe('operator desk: every decision on held and failed work (time-skipping s
 
     it('discard while a resend awaits approval is accepted', async () => {
       const handle = await waitingIn(UNKNOWN, 'held');
-      await handle.signal(resolveSignal, { action: 'resend', operator: 'alice', reason: 'nothing arrived' });
-      await handle.signal(resolveSignal, { action: 'discard', operator: 'bob', reason: 'handled by hand' });
+      await decideAs(handle, 'alice', 'resolve', { action: 'resend', reason: 'nothing arrived' });
+      await decideAs(handle, 'bob', 'resolve', { action: 'discard', reason: 'handled by hand' });
       assert.equal((await handle.result()).state, 'discarded');
       assert.deepEqual(script.auditTrail().at(-1), [
         'discard',
@@ -285,7 +323,7 @@ describe('operator desk: every decision on held and failed work (time-skipping s
       const handle = await waitingIn(UNKNOWN, 'held');
       await env.sleep('6 hours');
       assert.equal((await handle.query(statusQuery)).state, 'held');
-      await handle.signal(resolveSignal, { action: 'discard', operator: 'carol', reason: 'done' });
+      await decideAs(handle, 'carol', 'resolve', { action: 'discard', reason: 'done' });
       await handle.result();
       const mine = script.alerts.filter((a) => a.workflowId === handle.workflowId);
       // held at once, then 15 min, 1 h, 4 h (the last interval repeats).
@@ -305,9 +343,8 @@ describe('operator desk: every decision on held and failed work (time-skipping s
       script.alertsDown = true;
       const handle = await waitingIn(UNKNOWN, 'held');
       await env.sleep('2 hours');
-      await handle.signal(resolveSignal, {
+      await decideAs(handle, 'a', 'resolve', {
         action: 'mark-sent',
-        operator: 'a',
         reason: 'seen',
         externalId: 'x',
       });
@@ -322,7 +359,7 @@ describe('operator desk: every decision on held and failed work (time-skipping s
       const failed = await handle.query(statusQuery);
       assert.equal(failed.lastErrorClass, 'permanent');
       assert.equal(failed.recommendedAction, FAILED.fix);
-      await handle.signal(reprocessSignal, { operator: 'alice', reason: 'destination fixed' });
+      await decideAs(handle, 'alice', 'reprocess', { reason: 'destination fixed' });
       assert.equal((await handle.result()).state, 'succeeded');
       assert.equal(script.sent, 2);
       assert.deepEqual(script.auditTrail(), [['reprocess', 'alice', 'failed', 'processing', 'accepted']]);
@@ -331,7 +368,7 @@ describe('operator desk: every decision on held and failed work (time-skipping s
     it('a reprocess that finds the reply already sent succeeds without sending', async () => {
       const handle = await waitingIn(FAILED, 'failed');
       script.resendChecks.push({ kind: 'already-sent', externalId: 'ext-found' });
-      await handle.signal(reprocessSignal, { operator: 'alice', reason: 'try again' });
+      await decideAs(handle, 'alice', 'reprocess', { reason: 'try again' });
       assert.equal((await handle.result()).state, 'succeeded');
       assert.equal(script.sent, 1);
       assert.deepEqual(script.auditTrail(), [
@@ -342,10 +379,10 @@ describe('operator desk: every decision on held and failed work (time-skipping s
     it('a reprocess the resend check refuses leaves the work failed', async () => {
       const handle = await waitingIn(FAILED, 'failed');
       script.resendChecks.push({ kind: 'wait', detail: 'check it by hand' });
-      await handle.signal(reprocessSignal, { operator: 'alice', reason: 'try again' });
+      await decideAs(handle, 'alice', 'reprocess', { reason: 'try again' });
       await audited(1);
       assert.equal((await handle.query(statusQuery)).state, 'failed');
-      await handle.signal(resolveSignal, { action: 'discard', operator: 'alice', reason: 'give up' });
+      await decideAs(handle, 'alice', 'resolve', { action: 'discard', reason: 'give up' });
       assert.equal((await handle.result()).state, 'discarded');
       assert.equal(script.sent, 1);
       assert.deepEqual(script.auditTrail(), [
@@ -356,9 +393,9 @@ describe('operator desk: every decision on held and failed work (time-skipping s
 
     it('refuses a resend of failed work: that is what reprocess is for', async () => {
       const handle = await waitingIn(FAILED, 'failed');
-      await handle.signal(resolveSignal, { action: 'resend', operator: 'alice', reason: 'again' });
+      await decideAs(handle, 'alice', 'resolve', { action: 'resend', reason: 'again' });
       await audited(1);
-      await handle.signal(resolveSignal, { action: 'discard', operator: 'alice', reason: 'done' });
+      await decideAs(handle, 'alice', 'resolve', { action: 'discard', reason: 'done' });
       await handle.result();
       assert.deepEqual(script.auditTrail()[0], [
         'resend',
@@ -385,40 +422,63 @@ describe('operator desk: every decision on held and failed work (time-skipping s
   });
 
   describe('messages that decide nothing', () => {
-    it('rejects invalid payloads, each with its reason, and changes nothing', async () => {
+    it('rejects unverified and invalid decisions, each with its reason, and changes nothing', async () => {
       const handle = await waitingIn(UNKNOWN, 'held');
-      const bad: [{ name: string }, unknown][] = [
-        [resolveSignal, 'not an object'],
-        [resolveSignal, { action: 'explode', operator: 'dave', reason: 'x' }],
-        [resolveSignal, { action: 'discard', operator: 'dave' }],
-        [resolveSignal, { action: 'discard', operator: '', reason: 'anonymous' }],
-        [resolveSignal, { action: 'mark-sent', operator: 'dave', reason: 'no id' }],
-        [approveSignal, { approver: 'erin', reason: 'nothing pending' }],
-        [reprocessSignal, { operator: 'erin', reason: 'not failed', requestId: 'r-1' }],
-        [resolveSignal, { action: 'discard', operator: 'dave', reason: 'a double click', requestId: 'r-1' }],
+      const unsealed = await handle.executeUpdate(resolveUpdate, {
+        args: [{ workflowId: handle.workflowId, action: 'discard', reason: 'no seal' }],
+      });
+      const verdicts = [
+        unsealed,
+        await decideAs(handle, 'dave', 'resolve', { action: 'explode' as never, reason: 'x' }),
+        await decideAs(handle, 'dave', 'resolve', { action: 'discard', reason: '' }),
+        await decideAs(handle, 'dave', 'resolve', { action: 'mark-sent', reason: 'no id' }),
+        await decideAs(handle, 'erin', 'approve', { reason: 'nothing pending' }),
+        await decideAs(handle, 'erin', 'reprocess', { reason: 'not failed' }),
       ];
-      for (const [signal, payload] of bad) await handle.signal(signal.name, payload);
-      await handle.signal(resolveSignal, { action: 'discard', operator: 'dave', reason: 'cleanup' });
-      await handle.result();
-      assert.deepEqual(
-        script.audit.map((a) => a.result),
-        [
-          'rejected: payload must be one JSON object',
-          'rejected: action must be one of mark-sent, resend, discard',
-          'rejected: reason is required (at most 500 characters)',
-          'rejected: operator is required (at most 100 characters)',
-          'rejected: mark-sent needs the externalId of the message that was sent',
-          'rejected: no resend awaits approval (state held)',
-          'rejected: only failed work can be reprocessed (state held)',
-          'rejected: repeated requestId r-1',
-          'accepted',
-        ],
-      );
-      assert.ok(script.audit.slice(0, 8).every((a) => a.stateAfter === 'held'));
-      assert.equal(script.results.filter((r) => r.status === 'discarded').length, 1);
+      assert.deepEqual(verdicts, [
+        'Rejected: unsealed: decide through the codec server, logged in',
+        'Rejected: action must be one of mark-sent, resend, discard',
+        'Rejected: reason is required (at most 500 characters)',
+        'Rejected: mark-sent needs the externalId of the message that was sent',
+        'Rejected: no resend awaits approval (state held)',
+        'Rejected: only failed work can be reprocessed (state held)',
+      ]);
+      assert.equal(script.audit[0]?.actor, '(unverified)');
+      assert.ok(script.audit.every((a) => a.stateAfter === 'held'));
+      assert.equal(script.results.length, 1, 'only the held result: nothing decided');
+      await decideAs(handle, 'dave', 'resolve', { action: 'discard', reason: 'cleanup' });
+      assert.equal((await handle.result()).state, 'discarded');
     });
 
-    it('rejects a message that arrived while the send was running, even once the item is held', async () => {
+    it('judges a sealed decision sent as a signal like an update, and rejects an unsealed one', async () => {
+      const handle = await waitingIn(UNKNOWN, 'held');
+      await handle.signal(resolveSignal, {
+        workflowId: handle.workflowId,
+        action: 'discard',
+        reason: 'no seal',
+      });
+      await audited(1);
+      assert.equal((await handle.query(statusQuery)).state, 'held');
+      await handle.signal(resolveSignal, {
+        workflowId: handle.workflowId,
+        action: 'discard',
+        reason: 'sealed',
+        seal: 'as:carol',
+      });
+      assert.equal((await handle.result()).state, 'discarded');
+      assert.deepEqual(script.auditTrail(), [
+        [
+          'discard',
+          '(unverified)',
+          'held',
+          'held',
+          'rejected: unsealed: decide through the codec server, logged in',
+        ],
+        ['discard', 'carol', 'held', 'discarded', 'accepted'],
+      ]);
+    });
+
+    it('rejects at once a decision that arrives while the send runs', async () => {
       let open!: () => void;
       script.sendGate = new Promise((resolve) => {
         open = resolve;
@@ -426,37 +486,37 @@ describe('operator desk: every decision on held and failed work (time-skipping s
       script.sends.push(UNKNOWN);
       const handle = await start();
       await waitForState(handle, 'processing');
-      await handle.signal(resolveSignal, { action: 'discard', operator: 'eager', reason: 'too soon' });
+      const early = await decideAs(handle, 'eager', 'resolve', { action: 'discard', reason: 'too soon' });
+      assert.equal(early, 'Rejected: nothing awaits a decision in state processing');
       open();
-      await audited(1);
-      assert.equal((await handle.query(statusQuery)).state, 'held');
-      await handle.signal(resolveSignal, { action: 'discard', operator: 'alice', reason: 'now' });
+      await waitForState(handle, 'held');
+      await decideAs(handle, 'alice', 'resolve', { action: 'discard', reason: 'now' });
       assert.equal((await handle.result()).state, 'discarded');
       assert.deepEqual(script.auditTrail(), [
-        ['discard', 'eager', 'held', 'held', 'rejected: nothing awaits a decision in state processing'],
+        [
+          'discard',
+          'eager',
+          'processing',
+          'processing',
+          'rejected: nothing awaits a decision in state processing',
+        ],
         ['discard', 'alice', 'held', 'discarded', 'accepted'],
       ]);
     });
 
-    it('answers a message that arrived while nothing was held, when the run ends', async () => {
-      let open!: () => void;
-      script.sendGate = new Promise((resolve) => {
-        open = resolve;
-      });
-      const handle = await start();
-      await waitForState(handle, 'processing');
-      await handle.signal(reprocessSignal, { operator: 'eager', reason: 'too soon' });
-      open();
-      assert.equal((await handle.result()).state, 'succeeded');
-      assert.deepEqual(script.auditTrail(), [
-        [
-          'reprocess',
-          'eager',
-          'succeeded',
-          'succeeded',
-          'rejected: nothing awaits a decision in state processing',
-        ],
+    it('answers a decision still queued when another one settled the item', async () => {
+      const handle = await waitingIn(UNKNOWN, 'held');
+      const verdicts = await Promise.all([
+        decideAs(handle, 'alice', 'resolve', { action: 'discard', reason: 'first' }),
+        decideAs(handle, 'bob', 'resolve', { action: 'mark-sent', reason: 'second', externalId: 'x' }),
       ]);
+      assert.equal(
+        (await handle.result()).state,
+        verdicts[0].startsWith('Accepted') ? 'discarded' : 'succeeded',
+      );
+      assert.deepEqual(verdicts.map((v) => v.split(':')[0]).sort(), ['Accepted', 'Rejected']);
+      assert.ok(verdicts.some((v) => v.startsWith('Rejected: nothing awaits a decision')));
+      assert.equal(script.results.filter((r) => r.status !== 'held').length, 1);
     });
   });
 });
