@@ -3,7 +3,7 @@
 // status change goes through src/db/effects.ts, which allows only the transitions in its table.
 import { ApplicationFailure } from '@temporalio/activity';
 import { errorMessage, Failure } from '../src/failures';
-import type { ClaimInput, ClaimResult, EffectStatus, ResendCheck, StepPlan } from '../src/model';
+import type { ClaimInput, ClaimResult, EffectStatus, NextInLine, ResendCheck, StepPlan } from '../src/model';
 import type { ActivityDeps } from './deps';
 
 export type ResultInput =
@@ -56,13 +56,18 @@ export function effectActivities({ effects, targets, metrics }: ActivityDeps) {
       return { kind: 'duplicate', ownerWorkflowId: claim.workflowId, ownerStatus: claim.status };
     },
 
-    /** Records a result when the row's status allows it; otherwise reports the status it has. */
-    async recordResult(input: ResultInput): Promise<{ recorded: boolean; status: EffectStatus }> {
+    /**
+     * Records a result when the row's status allows it; otherwise reports the status it has. A
+     * recorded result settles the effect for its conversation: the next send waiting there is named.
+     */
+    async recordResult(
+      input: ResultInput,
+    ): Promise<{ recorded: boolean; status: EffectStatus } & NextInLine> {
       const recorded = await record(input);
       if (recorded) {
         const by = 'manual' in input && input.manual ? 'operator' : 'worker';
         metrics.outcome(recorded.target, input.status, by, recorded.ageSeconds);
-        return { recorded: true, status: input.status };
+        return { recorded: true, status: input.status, nextInLine: await effects.nextInLine(input.effectId) };
       }
       return { recorded: false, status: (await effects.status(input.effectId)) ?? 'discarded' };
     },

@@ -36,7 +36,7 @@ export function replyActivities({ responder, policy, plan, targets }: ActivityDe
           }
         }
       }
-      return { effects, policy, transition: chatTransition(event) };
+      return { effects, policy, transition: chatTransition(event), responderIsLocal: responder.local };
     },
 
     async prepareReply(input: { event: InboundEvent; step: StepPlan }): Promise<{ text: string }> {

@@ -69,6 +69,7 @@ export function sendActivities({ effects, targets, logger, metrics }: ActivityDe
         error: classified.message,
         fix: classified.details.fix ?? 'fix the cause, then reprocess',
         attempts: token,
+        nextInLine: await effects.nextInLine(effectId),
       };
     }
     // Unknown: this attempt is over (it saw the failure), so it ends its own lease now.
@@ -83,18 +84,26 @@ export function sendActivities({ effects, targets, logger, metrics }: ActivityDe
 
   return {
     async send(input: SendInput): Promise<SendOutcome> {
-      const { info } = Context.current();
+      const activity = Context.current();
+      // Temporal times this attempt out startToClose after it started; the lease must end before.
+      const deadline = Date.now() + activity.info.startToCloseTimeoutMs;
       const target = targets.get(input.step.target);
       if (!target)
         throw ApplicationFailure.nonRetryable(
           `no target named "${input.step.target}"`,
           Failure.UnknownTarget,
         );
+      // Earlier messages of the conversation delivered a little later than this one go first: wait
+      // out the gather window, then send only if no earlier send of the conversation is pending.
+      const gather = input.gatherUntil ? Date.parse(input.gatherUntil) - Date.now() : 0;
+      if (gather > 0) await activity.sleep(Math.min(gather, deadline - Date.now() - 2 * LEASE_MARGIN_MS));
+      const earlier = await effects.earlierPending(input.effectId);
+      if (earlier > 0) return { result: 'wait', earlier, attempts: 0 };
       const resendSafe = (attempt: number) =>
         target.resendSafe?.(input.step, attempt) ?? target.capabilities.idempotencyKey;
       const lease = await effects.takeLease(
         input.effectId,
-        Math.max(info.startToCloseTimeoutMs - LEASE_MARGIN_MS, 1000),
+        Math.max(deadline - Date.now() - LEASE_MARGIN_MS, 1000),
         resendSafe,
       );
       switch (lease.kind) {
@@ -155,7 +164,7 @@ export function sendActivities({ effects, targets, logger, metrics }: ActivityDe
           effectId: input.effectId,
           token,
           resendSafe: resendSafe(token),
-          temporalAttempt: info.attempt,
+          temporalAttempt: activity.info.attempt,
           target: target.name,
           log,
         });
@@ -166,7 +175,12 @@ export function sendActivities({ effects, targets, logger, metrics }: ActivityDe
       const recorded = await effects.recordSuccess(input.effectId, externalId);
       if (recorded) metrics.outcome(target.name, 'succeeded', 'worker', recorded.ageSeconds);
       log.info('sent');
-      return { result: 'succeeded', externalId, attempts: token };
+      return {
+        result: 'succeeded',
+        externalId,
+        attempts: token,
+        nextInLine: await effects.nextInLine(input.effectId),
+      };
     },
 
     /**

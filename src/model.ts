@@ -53,6 +53,8 @@ export interface DeliveryPolicy {
 export interface Plan {
   effects: EffectPlan[];
   policy: DeliveryPolicy;
+  /** The built-in FAQ answers in-process (a local activity); a responder service is called as an activity. */
+  responderIsLocal?: boolean;
   /** What the event asks of its conversation's (or order's) business state; also orders its sends. */
   transition?: TransitionRequest;
 }
@@ -77,6 +79,8 @@ export interface ClaimInput {
   conversationId?: string;
   step: StepPlan;
   stepIndex: number;
+  /** Where the effect stands in its conversation's order of sends (absent: not ordered). */
+  order?: { conversationKey: string; orderKey: string };
 }
 
 export type ClaimResult =
@@ -88,12 +92,22 @@ export interface SendInput {
   step: StepPlan;
   /** The prepared reply or mapped body: the same bytes on every attempt. */
   body: { text?: string; json?: unknown };
+  /**
+   * Send no earlier than this (ISO time): the source message's occurrence plus the gather window, so
+   * that earlier messages delivered a little later are claimed first and go first.
+   */
+  gatherUntil?: string;
 }
 
+/** The workflow of the next send waiting in the conversation, to tell that it is its turn. */
+export type NextInLine = { nextInLine?: string };
+
 export type SendOutcome =
-  | { result: 'succeeded'; externalId: string; attempts: number }
-  | { result: 'failed'; errorClass: 'permanent'; error: string; fix: string; attempts: number }
-  | { result: 'unknown'; reason: string; leaseExpiresAt: string; attempts: number };
+  | ({ result: 'succeeded'; externalId: string; attempts: number } & NextInLine)
+  | ({ result: 'failed'; errorClass: 'permanent'; error: string; fix: string; attempts: number } & NextInLine)
+  | { result: 'unknown'; reason: string; leaseExpiresAt: string; attempts: number }
+  /** An earlier send of the conversation is still pending: nothing was sent; wait for the turn. */
+  | { result: 'wait'; earlier: number; attempts: number };
 
 export type LookupOutcome = { found: true; externalId: string } | { found: false };
 

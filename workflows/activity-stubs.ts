@@ -33,9 +33,19 @@ export function mainPathRecords(): typeof records {
   return patched('local-bookkeeping') ? localRecords : records;
 }
 
-export const responder = proxyActivities<Activities>({
+const RESPONDER_RETRY = {
+  initialInterval: '2s',
+  maximumAttempts: 5,
+  nonRetryableErrorTypes: [Failure.PermanentResponder],
+};
+
+/** A responder service (RESPONDER_URL): an activity of its own, with its own retries. */
+export const responder = proxyActivities<Activities>({ startToCloseTimeout: '30s', retry: RESPONDER_RETRY });
+
+/** The built-in FAQ answers in-process: a local activity, in the same workflow task. */
+export const localResponder = proxyLocalActivities<Activities>({
   startToCloseTimeout: '30s',
-  retry: { initialInterval: '2s', maximumAttempts: 5, nonRetryableErrorTypes: [Failure.PermanentResponder] },
+  retry: RESPONDER_RETRY,
 });
 
 export const lookups = proxyActivities<Activities>({

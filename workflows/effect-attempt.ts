@@ -1,26 +1,34 @@
 // One effect of an event, step by step: claim the business key, prepare the body once, send it through
-// the lease-guarded protocol (activities/send.ts, model/send.pml) while holding the conversation's
-// turn, settle an unknown outcome by lookup, and hand held or failed work to the operator desk.
+// the lease-guarded protocol (activities/send.ts, model/send.pml) in its conversation's order, settle
+// an unknown outcome by lookup, and hand held or failed work to the operator desk.
 import { ActivityFailure, ApplicationFailure, log, sleep, uuid4, workflowInfo } from '@temporalio/workflow';
 import { errorMessage, Failure } from '../src/failures';
-import type { EffectPlan, SendInput, SendOutcome, StepPlan } from '../src/model';
+import type { EffectPlan, Plan, SendInput, SendOutcome, StepPlan } from '../src/model';
 import type { InboundEvent } from '../src/providers/types';
-import { lookups, records, responder, type Sender, sender } from './activity-stubs';
+import { localResponder, lookups, records, responder, type Sender, sender } from './activity-stubs';
+import type { Ordering } from './conversation-line';
 import type { EffectContext } from './effect-context';
 import type { ReplyState } from './messages';
 import type { OperatorDesk } from './operator-desk';
 import type { RunView } from './run-view';
-import type { TurnClient } from './turn-client';
 
 type Sent = { kind: 'succeeded'; externalId: string } | { kind: 'held' | 'failed' };
+type Settled = Exclude<SendOutcome, { result: 'wait' }>;
 
 export class EffectAttempt {
+  /**
+   * @param oneTaskSends runs started since sends were ordered by the effects table: the built-in
+   * responder runs in the workflow task, the conversation's order and gather window are kept by the
+   * send activity, and search attributes change once per task. Runs started before keep their way.
+   */
   constructor(
     private readonly event: InboundEvent,
+    private readonly plan: Plan,
     private readonly run: RunView,
     private readonly desk: OperatorDesk,
-    private readonly turns: TurnClient,
+    private readonly ordering: Ordering,
     private readonly bookkeeping: typeof records,
+    private readonly oneTaskSends: boolean,
   ) {}
 
   /** Runs the steps of one effect in order; completed steps are never redone. */
@@ -42,6 +50,7 @@ export class EffectAttempt {
     const businessKey = effect.steps.length > 1 ? `${effect.businessKey}#${step.name}` : effect.businessKey;
     const { details } = this.run;
     details.step = step.name;
+    const { transition } = this.plan;
     // Claim the business key. A conflict is not "done": the owner's row decides.
     const claim = await this.bookkeeping.claimEffect({
       effectId: uuid4(),
@@ -52,6 +61,9 @@ export class EffectAttempt {
       conversationId: effect.conversationId,
       step,
       stepIndex,
+      ...(this.oneTaskSends && transition
+        ? { order: { conversationKey: transition.conversationKey, orderKey: transition.orderKey } }
+        : {}),
     });
     if (claim.kind === 'duplicate') {
       this.run.settled({ businessKey, ownerWorkflowId: claim.ownerWorkflowId });
@@ -78,8 +90,12 @@ export class EffectAttempt {
       return prepared.done;
     }
     const send = sender(policy);
+    let gatherUntil = this.gatherUntil(policy);
     for (;;) {
-      const sent = await this.turns.withTurn(() => this.sendAndSettle(send, ctx, prepared.body));
+      const sent = await this.ordering.around(() =>
+        this.sendAndSettle(send, ctx, prepared.body, gatherUntil),
+      );
+      gatherUntil = undefined;
       const decision =
         sent.kind === 'succeeded'
           ? ({ kind: 'done', state: 'succeeded', externalId: sent.externalId } as const)
@@ -101,19 +117,21 @@ export class EffectAttempt {
   private async prepareBody(ctx: EffectContext): Promise<{ body: SendInput['body'] } | { done: ReplyState }> {
     const { step } = ctx;
     if (step.content.kind === 'payload') return { body: { json: step.content.body } };
+    const answering = this.oneTaskSends && this.plan.responderIsLocal ? localResponder : responder;
     for (;;) {
       try {
-        const { text } = await responder.prepareReply({ event: this.event, step });
+        const { text } = await answering.prepareReply({ event: this.event, step });
         this.run.details.step = step.name;
         return { body: { text } };
       } catch (err) {
         const message = errorMessage(err);
-        await records.recordResult({
+        const failed = await records.recordResult({
           effectId: ctx.effectId,
           status: 'failed',
           errorClass: 'responder',
           error: `responder: ${message}`,
         });
+        await this.ordering.passOn(failed.nextInLine);
         this.run.setState('failed', {
           step: 'prepareReply',
           lastErrorClass: 'responder',
@@ -126,14 +144,33 @@ export class EffectAttempt {
     }
   }
 
+  /**
+   * The send's gather window: until the source message's occurrence plus TURN_GATHER (at most that
+   * long from now, whatever the sender's clock says), for an event of a conversation.
+   */
+  private gatherUntil(policy: EffectContext['policy']): string | undefined {
+    const occurred = Date.parse(this.event.occurredAt ?? '');
+    if (!this.oneTaskSends || !this.plan.transition || Number.isNaN(occurred)) return undefined;
+    return new Date(Math.min(occurred, Date.now()) + policy.turnGatherMs).toISOString();
+  }
+
   /** One pass of the send protocol, settled: succeeded, or parked as held or failed. */
-  private async sendAndSettle(send: Sender, ctx: EffectContext, body: SendInput['body']): Promise<Sent> {
+  private async sendAndSettle(
+    send: Sender,
+    ctx: EffectContext,
+    body: SendInput['body'],
+    gatherUntil: string | undefined,
+  ): Promise<Sent> {
     const { run } = this;
     run.setState('processing');
-    const outcome = await this.attemptSend(send, ctx, body);
+    const outcome = await this.attemptInTurn(send, ctx, body, gatherUntil);
     run.details.attempts = outcome.attempts;
     if (outcome.result === 'succeeded') {
-      run.setState('processing', { lastErrorClass: undefined, recommendedAction: undefined });
+      // Runs with one-task sends show the success once, with the final state.
+      if (this.oneTaskSends)
+        Object.assign(run.details, { lastErrorClass: undefined, recommendedAction: undefined });
+      else run.setState('processing', { lastErrorClass: undefined, recommendedAction: undefined });
+      await this.ordering.passOn(outcome.nextInLine);
       return { kind: 'succeeded', externalId: outcome.externalId };
     }
     if (outcome.result === 'failed') {
@@ -142,12 +179,16 @@ export class EffectAttempt {
         lastError: outcome.error,
         recommendedAction: outcome.fix,
       });
+      await this.ordering.passOn(outcome.nextInLine);
       return { kind: 'failed' };
     }
     run.setState('unknown', { lastErrorClass: 'unknown', lastError: outcome.reason });
     const found = await this.lookUpUnknown(ctx, outcome);
-    if (found) return { kind: 'succeeded', externalId: found };
-    await records.recordResult({
+    if (found) {
+      await this.ordering.passOn(found.nextInLine);
+      return { kind: 'succeeded', externalId: found.externalId };
+    }
+    const held = await records.recordResult({
       effectId: ctx.effectId,
       status: 'held',
       errorClass: 'unknown',
@@ -158,13 +199,33 @@ export class EffectAttempt {
         ? 'not found by lookup: check the target, then mark-sent (with its id) or resend (needs approval)'
         : 'the target cannot be asked: check it by hand, then mark-sent (with its id) or resend (needs approval)',
     });
+    await this.ordering.passOn(held.nextInLine);
     return { kind: 'held' };
   }
 
+  /** Sends in the conversation's order: while an earlier send is pending, waits for the turn. */
+  private async attemptInTurn(
+    send: Sender,
+    ctx: EffectContext,
+    body: SendInput['body'],
+    gatherUntil: string | undefined,
+  ): Promise<Settled> {
+    for (let gather = gatherUntil; ; gather = undefined) {
+      this.ordering.expectTurn();
+      const outcome = await this.attemptSend(
+        send,
+        { effectId: ctx.effectId, step: ctx.step, body, gatherUntil: gather },
+        ctx,
+      );
+      if (outcome.result !== 'wait') return outcome;
+      await this.ordering.waitForTurn();
+    }
+  }
+
   /** The send activity with its retry policy; a spent budget becomes a failed or unknown outcome. */
-  private async attemptSend(send: Sender, ctx: EffectContext, body: SendInput['body']): Promise<SendOutcome> {
+  private async attemptSend(send: Sender, input: SendInput, ctx: EffectContext): Promise<SendOutcome> {
     try {
-      return await send.send({ effectId: ctx.effectId, step: ctx.step, body });
+      return await send.send(input);
     } catch (err) {
       // The retry budget is spent (attempts or elapsed time) or the activity failed for good.
       const type =
@@ -199,6 +260,7 @@ export class EffectAttempt {
             ? 'check the target; reprocess when it is healthy'
             : 'see the last error; reprocess when fixed',
         attempts,
+        nextInLine: recorded.nextInLine,
       };
     }
   }
@@ -207,12 +269,12 @@ export class EffectAttempt {
    * Unknown outcome, and the target does not dedupe on our key (the send activity already resends
    * with the same key where it does): look the result up once the owner's lease has expired, and
    * again after the target's consistency delay, because "not found yet" is not proof.
-   * @returns the external id when found.
+   * @returns the external id when found, and the next send waiting in the conversation.
    */
   private async lookUpUnknown(
     ctx: EffectContext,
     outcome: Extract<SendOutcome, { result: 'unknown' }>,
-  ): Promise<string | undefined> {
+  ): Promise<{ externalId: string; nextInLine?: string } | undefined> {
     const { effectId, step, capabilities } = ctx;
     if (!capabilities.lookup) return undefined;
     const leaseLeft = Date.parse(outcome.leaseExpiresAt) - Date.now();
@@ -225,8 +287,12 @@ export class EffectAttempt {
         return { found: false as const };
       });
       if (found.found) {
-        await records.recordResult({ effectId, status: 'succeeded', externalId: found.externalId });
-        return found.externalId;
+        const recorded = await records.recordResult({
+          effectId,
+          status: 'succeeded',
+          externalId: found.externalId,
+        });
+        return { externalId: found.externalId, nextInLine: recorded.nextInLine };
       }
     }
     return undefined;

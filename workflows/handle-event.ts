@@ -14,9 +14,10 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { Failure } from '../src/failures';
-import { isRefusedPayload } from '../src/model';
+import { isRefusedPayload, type Plan } from '../src/model';
 import type { InboundEvent } from '../src/providers/types';
 import { mainPathRecords } from './activity-stubs';
+import { ConversationLine } from './conversation-line';
 import { EffectAttempt } from './effect-attempt';
 import {
   approveSignal,
@@ -29,6 +30,7 @@ import {
   resolveUpdate,
   statusQuery,
   turnGrantedSignal,
+  yourTurnSignal,
 } from './messages';
 import { unsealedSignal } from './operator';
 import { OperatorDesk, ParkExpired } from './operator-desk';
@@ -37,7 +39,11 @@ import { TurnClient } from './turn-client';
 
 export type { EventResult } from './run-view';
 
+const DUPLICATE_REASON = 'event already in the ledger (processed before)';
+
 const SEALED_DECISIONS_PATCH = 'sealed-decisions';
+/** Runs started since: one local admission, the built-in responder in the task, order kept by the effects table. */
+const ONE_TASK_SENDS_PATCH = 'one-task-sends';
 
 export async function handleEvent(event: InboundEvent): Promise<EventResult> {
   // Only the receiver starts event workflows, with an input encrypted by a known key; a plaintext
@@ -48,14 +54,19 @@ export async function handleEvent(event: InboundEvent): Promise<EventResult> {
       Failure.PayloadRefused,
     );
   const bookkeeping = mainPathRecords();
+  const oneTaskSends = patched(ONE_TASK_SENDS_PATCH);
   const { workflowId } = workflowInfo();
-  const run = new RunView();
+  const run = new RunView(
+    oneTaskSends ? { ReplyState: 'received', ConversationId: event.conversation?.id } : undefined,
+  );
   const desk = new OperatorDesk(run);
-  const turns = new TurnClient(workflowId, bookkeeping);
+  const line = oneTaskSends ? new ConversationLine(workflowId) : new TurnClient(workflowId, bookkeeping);
 
-  setHandler(turnGrantedSignal, (grant) => {
-    if (!isRefusedPayload(grant)) return turns.onGranted(grant.requestId);
-  });
+  if (line instanceof ConversationLine) setHandler(yourTurnSignal, () => line.onOffered());
+  else
+    setHandler(turnGrantedSignal, (grant) => {
+      if (!isRefusedPayload(grant)) return line.onGranted(grant.requestId);
+    });
   const decisions: [DecisionName, typeof resolveUpdate, SignalDefinition<[unknown]>, string][] = [
     [
       'resolve',
@@ -108,28 +119,34 @@ export async function handleEvent(event: InboundEvent): Promise<EventResult> {
     return run.result(final, reason);
   };
 
-  // The ledger: the event id is known beyond Temporal's retention.
-  const ledger = await bookkeeping.recordEvent(event);
-  if (!ledger.firstTime) return finish('duplicate', 'event already in the ledger (processed before)');
-
-  // Routes: which effects this event asks for, and the delivery policy to use.
-  const plan = await bookkeeping.planEffects(event);
-  turns.transition = plan.transition;
-
-  // Business state decides, not arrival time: a late or disallowed event is refused (and recorded).
-  if (plan.transition) {
-    const moved = await bookkeeping.applyTransition({
-      request: plan.transition,
-      provider: event.provider,
-      eventId: event.eventId,
-      workflowId,
-    });
-    if (!moved.applied) return finish('stale', moved.reason);
+  // The ledger (the event id is known beyond Temporal's retention), the routes (which effects the
+  // event asks for) and the business state (a late or disallowed event is refused and recorded).
+  let plan: Plan;
+  if (oneTaskSends) {
+    const admission = await bookkeeping.admitEvent({ event, workflowId });
+    if (!admission.firstTime) return finish('duplicate', DUPLICATE_REASON);
+    plan = admission.plan;
+    if (admission.refusal) return finish('stale', admission.refusal);
+  } else {
+    const ledger = await bookkeeping.recordEvent(event);
+    if (!ledger.firstTime) return finish('duplicate', DUPLICATE_REASON);
+    plan = await bookkeeping.planEffects(event);
+    if (line instanceof TurnClient) line.transition = plan.transition;
+    if (plan.transition) {
+      const moved = await bookkeeping.applyTransition({
+        request: plan.transition,
+        provider: event.provider,
+        eventId: event.eventId,
+        workflowId,
+      });
+      if (!moved.applied) return finish('stale', moved.reason);
+    }
   }
   if (plan.effects.length === 0) return finish('succeeded', 'no route produces an effect for this event');
-  run.setState('processing');
+  // Runs with one-task sends show `processing` with the effect, when the send starts.
+  if (!oneTaskSends) run.setState('processing');
 
-  const attempt = new EffectAttempt(event, run, desk, turns, bookkeeping);
+  const attempt = new EffectAttempt(event, plan, run, desk, line, bookkeeping, oneTaskSends);
   try {
     for (const effect of plan.effects) {
       const outcome = await attempt.runEffect(effect, plan.policy);

@@ -120,5 +120,10 @@ export interface TurnRequest {
 export const requestTurnSignal = defineSignal<[TurnRequest]>('requestTurn');
 /** The event workflow holding the turn gives it back. */
 export const releaseTurnSignal = defineSignal<[{ requestId: string }]>('releaseTurn');
-/** Sent to the event workflow whose turn it is. */
+/**
+ * Sent by an event workflow whose send no longer holds its conversation back, to the workflow of the
+ * conversation's next waiting send. Carries nothing: the receiver checks the order itself.
+ */
+export const yourTurnSignal = defineSignal('yourTurn');
+/** Sent to the event workflow whose turn it is (runs started before sends were ordered by the effects table). */
 export const turnGrantedSignal = defineSignal<[{ requestId: string }]>('turnGranted');

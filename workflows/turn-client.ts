@@ -1,13 +1,14 @@
-// The event workflow's side of its conversation's turns (workflows/conversation.ts): ask for a turn,
-// wait for it, send, give it back however the send ended, so one conversation sends one effect at a
-// time in source order and a held reply never blocks the rest.
+// The event workflow's side of its conversation's turns workflow (workflows/conversation.ts), as runs
+// started before sends were ordered by the effects table (conversation-line.ts) keep using it: ask for
+// a turn, wait for it, send, give it back however the send ended.
 import { condition, getExternalWorkflowHandle, log } from '@temporalio/workflow';
 import type { TransitionRequest } from '../src/conversations';
 import type { records } from './activity-stubs';
 import { TURN_REQUEST_RETRY_MS } from './conversation';
+import type { Ordering } from './conversation-line';
 import { conversationWorkflowId, releaseTurnSignal } from './messages';
 
-export class TurnClient {
+export class TurnClient implements Ordering {
   /** The event's conversation, once planned; without one, sends need no turn. */
   transition?: TransitionRequest;
   private requests = 0;
@@ -29,8 +30,13 @@ export class TurnClient {
     if (key) await this.giveBack(key, requestId);
   }
 
+  /** Its sends never answer `wait`, and nobody waits to be told: the turns workflow orders them. */
+  expectTurn(): void {}
+  async waitForTurn(): Promise<void> {}
+  async passOn(): Promise<void> {}
+
   /** Runs `fn` holding the conversation's turn; the turn is given back however `fn` ends. */
-  async withTurn<T>(fn: () => Promise<T>): Promise<T> {
+  async around<T>(fn: () => Promise<T>): Promise<T> {
     const transition = this.transition;
     if (!transition) return fn();
     this.requests += 1;

@@ -72,6 +72,8 @@ export type ClaimOutcome =
   | { kind: 'existing'; effectId: string; status: EffectStatus; workflowId: string };
 
 const AGE = `EXTRACT(EPOCH FROM now() - created_at)::float8 AS age_seconds`;
+/** Statuses that hold a conversation's later sends back: the send has not been settled yet. */
+const PENDING = `('claimed', 'sending', 'retry_wait', 'unknown')`;
 
 export type EffectsRepository = ReturnType<typeof createEffectsRepository>;
 
@@ -101,8 +103,9 @@ export function createEffectsRepository(pool: Pool) {
     /** Inserts the effect under its business key, or reports the row that already holds the key. */
     async claim(input: ClaimInput): Promise<ClaimOutcome> {
       const inserted = await pool.query(
-        `INSERT INTO effects (id, target, business_key, step, step_index, integration, conversation_id, status, workflow_id, correlation_id)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, 'claimed', $8, $9)
+        `INSERT INTO effects (id, target, business_key, step, step_index, integration, conversation_id, status,
+                              workflow_id, correlation_id, conversation_key, order_key)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, 'claimed', $8, $9, $10, $11)
          ON CONFLICT (target, business_key) DO NOTHING`,
         [
           input.effectId,
@@ -114,6 +117,8 @@ export function createEffectsRepository(pool: Pool) {
           input.conversationId ?? null,
           input.workflowId,
           input.correlationId,
+          input.order?.conversationKey ?? null,
+          input.order?.orderKey ?? null,
         ],
       );
       if (inserted.rowCount === 1) return { kind: 'inserted' };
@@ -331,6 +336,32 @@ export function createEffectsRepository(pool: Pool) {
         'AND (lease_expires_at IS NULL OR lease_expires_at <= now()) AND lease_attempt IS NOT DISTINCT FROM $3',
       );
       return moved !== undefined;
+    },
+
+    /** How many earlier sends of the effect's conversation are still pending (0: its turn, or not ordered). */
+    async earlierPending(effectId: string): Promise<number> {
+      const { rows } = await pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM effects me JOIN effects e ON e.conversation_key = me.conversation_key
+          WHERE me.id = $1 AND e.status IN ${PENDING} AND (e.order_key, e.id) < (me.order_key, me.id)`,
+        [effectId],
+      );
+      return rows[0]?.n ?? 0;
+    },
+
+    /**
+     * Once this effect no longer holds its conversation back: the workflow of the conversation's
+     * earliest pending send, when that one is still waiting (claimed) and not this effect's own.
+     */
+    async nextInLine(effectId: string): Promise<string | undefined> {
+      const { rows } = await pool.query<{ workflow_id: string; status: EffectStatus; mine: string }>(
+        `SELECT e.workflow_id, e.status, me.workflow_id AS mine
+           FROM effects me JOIN effects e ON e.conversation_key = me.conversation_key
+          WHERE me.id = $1 AND e.status IN ${PENDING}
+          ORDER BY e.order_key, e.id LIMIT 1`,
+        [effectId],
+      );
+      const next = rows[0];
+      return next?.status === 'claimed' && next.workflow_id !== next.mine ? next.workflow_id : undefined;
     },
 
     /** When the effect was claimed: lookups scan the target's history from there. */

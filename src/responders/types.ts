@@ -4,6 +4,11 @@ import type { InboundEvent } from '../providers/types';
 
 export interface Responder {
   answer(event: InboundEvent): Promise<string>;
+  /**
+   * Answers in-process and at once (the FAQ): the workflow asks it as a local activity, in the same
+   * workflow task. A responder that calls another service runs as an activity of its own.
+   */
+  readonly local?: boolean;
 }
 
 /** Thrown when a responder's failure will not go away by retrying (bad configuration, 4xx). */

@@ -95,8 +95,7 @@ class Script {
           body: { action: p.action, reason: p.reason, externalId: p.externalId },
         };
       },
-      recordEvent: async () => ({ firstTime: true }),
-      planEffects: async () => plan,
+      admitEvent: async () => ({ firstTime: true, plan }),
       claimEffect: async (input) => ({
         kind: 'owned',
         effectId: input.effectId,
