@@ -68,7 +68,10 @@ export class RunView {
       ...(lastErrorClass ? [{ key: LastErrorClass, value: lastErrorClass }] : []),
       ...(step && (next === 'held' || next === 'failed') ? [{ key: FailedStep, value: step }] : []),
     ];
-    if (!this.shown) return upsertSearchAttributes(attributes as never);
+    if (!this.shown) {
+      upsertSearchAttributes(attributes as never);
+      return;
+    }
     const changed = [...attributes, ...this.effectAttributes()].filter(
       (a) => this.shown!.get(a.key.name) !== a.value,
     );
