@@ -12,7 +12,7 @@ import { decide, sealFor, testOperator } from '../test/helpers/operators';
 import { devServer, stopServers, TEST_ENCRYPTION_KEY } from '../test/helpers/servers';
 import { sandboxEvent, startTestWorker, testConfig, uniqueId } from '../test/helpers/system';
 import { startEvent, waitForState } from '../test/helpers/workflows';
-import { conversationWorkflowId, resolveSignal } from '../workflows/messages';
+import { resolveSignal } from '../workflows/messages';
 
 const HISTORIES = path.resolve(__dirname, '..', 'test', 'histories');
 
@@ -39,7 +39,6 @@ async function main() {
     const ok = await start(sandboxEvent({ conversationId: conv, messageId: 'm1' }));
     await ok.result();
     await save('succeeded', ok.workflowId);
-    await save('conversation-turns', conversationWorkflowId(`sandbox:${conv}`));
 
     const dup = await start(sandboxEvent({ conversationId: conv, messageId: 'm1' }));
     await dup.result();
@@ -88,6 +87,23 @@ async function main() {
     await signalled.signal(resolveSignal, sealFor(alice.account, discard));
     await signalled.result();
     await save('held-discarded-by-signal', signalled.workflowId);
+
+    // Two messages of one conversation at once: the later one waits for its turn, and is told.
+    const busy = uniqueId('c');
+    const sentAt = Date.now();
+    fake.answerDelayMs = 500;
+    const [earlier, later] = await Promise.all(
+      [0, 1].map((i) =>
+        start(
+          sandboxEvent({ conversationId: busy, messageId: `m${i}`, sentAt: new Date(sentAt + i).toISOString() }),
+        ),
+      ),
+    );
+    await earlier!.result();
+    await later!.result();
+    fake.answerDelayMs = 0;
+    await save('contended-earlier', earlier!.workflowId);
+    await save('contended-later', later!.workflowId);
 
     const closedConv = uniqueId('c');
     await (await start(sandboxEvent({ conversationId: closedConv, type: 'close' }))).result();

@@ -27,10 +27,12 @@ const localRecords = proxyLocalActivities<Activities>({
 
 /**
  * The main-path bookkeeping for this run: local activities, except for runs started before they
- * were (their histories hold regular activity tasks, so they replay on `records`). Call it once, first.
+ * were (their histories hold regular activity tasks, so they replay on `records`). `localAlready`:
+ * a later patch implies this one, so the run need not record (and upsert) a second patch marker.
+ * Call it once, first.
  */
-export function mainPathRecords(): typeof records {
-  return patched('local-bookkeeping') ? localRecords : records;
+export function mainPathRecords(localAlready: boolean): typeof records {
+  return localAlready || patched('local-bookkeeping') ? localRecords : records;
 }
 
 const RESPONDER_RETRY = {

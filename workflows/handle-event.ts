@@ -53,8 +53,10 @@ export async function handleEvent(event: InboundEvent): Promise<EventResult> {
       `event input refused: ${event.replyflowRefusedPayload}`,
       Failure.PayloadRefused,
     );
-  const bookkeeping = mainPathRecords();
+  // Each patch a run records costs a marker and an upsert of TemporalChangeVersion (the SDK's): new
+  // runs record only the newest, which implies the ones before it.
   const oneTaskSends = patched(ONE_TASK_SENDS_PATCH);
+  const bookkeeping = mainPathRecords(oneTaskSends);
   const { workflowId } = workflowInfo();
   const run = new RunView(
     oneTaskSends ? { ReplyState: 'received', ConversationId: event.conversation?.id } : undefined,
