@@ -168,11 +168,6 @@ export const configSchema = z.object({
   ALERT_WEBHOOK_URL: url,
   /** The Temporal Web UI, for links in alerts and on the sandbox page. */
   TEMPORAL_UI_URL: url,
-  /**
-   * Bearer token of the codec server (/codec/encode, /codec/decode) that shows decrypted payloads
-   * in the Web UI; unset: no codec server (`replyflow start` generates one under the data dir).
-   */
-  CODEC_AUTH_TOKEN: z.string().min(16, 'at least 16 characters (e.g. `openssl rand -hex 32`)').optional(),
   /** Browser origins allowed to call the codec server, comma-separated; unset: the Web UI's origin. */
   CODEC_CORS_ORIGINS: z
     .string()

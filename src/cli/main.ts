@@ -39,7 +39,7 @@ function runRole(role: 'all' | 'receiver' | 'worker') {
       urls.sandbox && `  sandbox page  ${urls.sandbox}`,
       urls.temporalUi && `  Temporal UI   ${urls.temporalUi}`,
       urls.codecLogin &&
-        `  codec login   ${urls.codecLogin}  (to read payloads in the UI; token ${urls.codecTokenFile ? `in ${urls.codecTokenFile}` : 'CODEC_AUTH_TOKEN'})`,
+        `  codec login   ${urls.codecLogin}  (operators sign in with their token to read payloads and decide in the UI)`,
       urls.workerMetrics && `  worker        ${urls.workerMetrics}`,
       `  Temporal      ${urls.temporal}`,
       `  PostgreSQL    ${urls.database}`,
