@@ -5,6 +5,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from './config';
 import { migrate } from './db/migrate';
+import { createOperatorStore } from './db/operators';
 import { createPool, type Pool } from './db/pool';
 import { startEmbeddedPostgres } from './embedded/postgres';
 import type { Logger } from './logger';
@@ -25,6 +26,8 @@ export interface Running {
     temporal: string;
     database: string;
   };
+  /** No operator account exists yet: nobody can decide until an admin adds one. */
+  noOperators: boolean;
   stop(): Promise<void>;
   /** Rejects when the worker stops on its own (a crash): the process should stop and exit non-zero. */
   failed: Promise<never>;
@@ -115,6 +118,7 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
         temporal: temporalAddress,
         database: databaseUrl.replace(/\/\/[^@/]*@/, '//'),
       },
+      noOperators: (await createOperatorStore(pool).list()).length === 0,
       stop: stopAll,
       failed,
     };
