@@ -168,11 +168,6 @@ export const configSchema = z.object({
   ALERT_WEBHOOK_URL: url,
   /** The Temporal Web UI, for links in alerts and on the sandbox page. */
   TEMPORAL_UI_URL: url,
-  /**
-   * Bearer token of the codec server (/codec/encode, /codec/decode) that shows decrypted payloads
-   * in the Web UI; unset: no codec server (`replyflow start` generates one under the data dir).
-   */
-  CODEC_AUTH_TOKEN: z.string().min(16, 'at least 16 characters (e.g. `openssl rand -hex 32`)').optional(),
   /** Browser origins allowed to call the codec server, comma-separated; unset: the Web UI's origin. */
   CODEC_CORS_ORIGINS: z
     .string()
@@ -203,12 +198,12 @@ export const configSchema = z.object({
   RESPONDER_TIMEOUT: duration('10s'),
   /** Configured routes and HTTP endpoints (JSON or YAML, docs/targets.md); unset: default chat routes only. */
   ROUTES_FILE: optional,
-  /** Who runs operator CLI commands (audited as the actor); `--operator` overrides it. */
-  REPLYFLOW_OPERATOR: optional,
-  /** Operator roles, JSON or YAML (docs/cli.md); unset with REPLYFLOW_ROLES unset: everyone may only view. */
-  REPLYFLOW_ROLES_FILE: optional,
-  /** Operator roles inline, `alice=mark-sent+resend,bob=approve,*=view` (`*`: everyone else). */
-  REPLYFLOW_ROLES: optional,
+  /** The CLI's operator token (`replyflow operator add` prints it); unset: the token file `replyflow login` wrote. */
+  REPLYFLOW_OPERATOR_TOKEN: optional,
+  /** Where `replyflow login` keeps the token; unset: `$XDG_CONFIG_HOME/replyflow/operator-token` (~/.config). */
+  REPLYFLOW_OPERATOR_TOKEN_FILE: optional,
+  /** The codec server the CLI seals decisions and decodes results through; unset: `http://127.0.0.1:$PORT/codec`. */
+  REPLYFLOW_CODEC_URL: url,
   /** Set to `false` to disable the sandbox provider, page and target. */
   SANDBOX_ENABLED: z
     .enum(['true', 'false'])

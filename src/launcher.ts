@@ -5,12 +5,13 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from './config';
 import { migrate } from './db/migrate';
+import { createOperatorStore } from './db/operators';
 import { createPool, type Pool } from './db/pool';
 import { startEmbeddedPostgres } from './embedded/postgres';
 import type { Logger } from './logger';
 import { startReceiver } from './receiver';
 import { resolveEncryptionKey } from './temporal/client';
-import { CODEC_PATH, codecTokenFile, resolveCodecToken } from './temporal/codec-server';
+import { CODEC_PATH } from './temporal/codec-server';
 import { startDevServer } from './temporal/dev-server';
 import { startWorker } from './worker';
 
@@ -21,12 +22,12 @@ export interface Running {
     temporalUi?: string;
     /** Where operators sign in so that the Web UI shows decrypted payloads. */
     codecLogin?: string;
-    /** The file holding the generated codec token (unset when CODEC_AUTH_TOKEN is set). */
-    codecTokenFile?: string;
     workerMetrics?: string;
     temporal: string;
     database: string;
   };
+  /** No operator account exists yet: nobody can decide until an admin adds one. */
+  noOperators: boolean;
   stop(): Promise<void>;
   /** Rejects when the worker stops on its own (a crash): the process should stop and exit non-zero. */
   failed: Promise<never>;
@@ -57,9 +58,6 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
     stops.push(() => pool.end());
     await migrate(pool);
 
-    // The receiver serves the codec endpoint; `start` generates its token so the embedded UI has one.
-    const codecToken = role === 'worker' ? undefined : resolveCodecToken(config, { create: role === 'all' });
-
     let temporalAddress = config.TEMPORAL_ADDRESS;
     let temporalUi = config.TEMPORAL_UI_URL;
     if (!temporalAddress) {
@@ -71,14 +69,14 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
         dbFile: path.join(config.REPLYFLOW_DATA_DIR, 'temporal.sqlite'),
         port: 7233,
         uiPort: config.TEMPORAL_UI_PORT,
-        uiCodecEndpoint: codecToken ? `http://127.0.0.1:${config.PORT}${CODEC_PATH}` : undefined,
+        uiCodecEndpoint: `http://127.0.0.1:${config.PORT}${CODEC_PATH}`,
         namespace: config.TEMPORAL_NAMESPACE,
       });
       stops.push(() => server.stop());
       temporalAddress = server.address;
       temporalUi = server.uiUrl;
     }
-    const effective: Config = { ...config, TEMPORAL_UI_URL: temporalUi, CODEC_AUTH_TOKEN: codecToken };
+    const effective: Config = { ...config, TEMPORAL_UI_URL: temporalUi };
     const encryptionKey = resolveEncryptionKey(config, { create: role === 'all' });
 
     let workerMetrics: string | undefined;
@@ -115,13 +113,12 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
         receiver: receiverUrl,
         sandbox: receiverUrl && config.SANDBOX_ENABLED ? `${receiverUrl}/sandbox` : undefined,
         temporalUi: temporalUi,
-        codecLogin: receiverUrl && codecToken ? `${receiverUrl}${CODEC_PATH}/login` : undefined,
-        codecTokenFile:
-          receiverUrl && codecToken && !config.CODEC_AUTH_TOKEN ? codecTokenFile(config) : undefined,
+        codecLogin: receiverUrl ? `${receiverUrl}${CODEC_PATH}/login` : undefined,
         workerMetrics,
         temporal: temporalAddress,
         database: databaseUrl.replace(/\/\/[^@/]*@/, '//'),
       },
+      noOperators: (await createOperatorStore(pool).list()).length === 0,
       stop: stopAll,
       failed,
     };

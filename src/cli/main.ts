@@ -7,10 +7,18 @@ import { ConfigError, loadConfig } from '../config';
 import { errorMessage } from '../failures';
 import { launch } from '../launcher';
 import { createLogger } from '../logger';
+import { registerAccountCommands } from './account-commands';
 import { type CliContext, EXIT } from './command';
 import { type CliIo, processIo } from './io';
 import { registerMaintenanceCommands } from './maintenance-commands';
 import { registerWorkCommands } from './work-commands';
+
+/** What `start` says while nobody can decide yet: operators are accounts an admin creates (docs/cli.md). */
+const FIRST_OPERATOR_HINT = `
+No operator accounts yet, so nobody can decide held or failed work. Create them (each token is shown once):
+  npx replyflow operator add <name> --roles resend,mark-sent,discard,reprocess,conversation
+  npx replyflow operator add <another name> --roles approve     # a resend needs a second person's approval
+then \`npx replyflow login\` with the token, or sign in at the codec login above.`;
 
 function runRole(role: 'all' | 'receiver' | 'worker') {
   return async () => {
@@ -39,7 +47,7 @@ function runRole(role: 'all' | 'receiver' | 'worker') {
       urls.sandbox && `  sandbox page  ${urls.sandbox}`,
       urls.temporalUi && `  Temporal UI   ${urls.temporalUi}`,
       urls.codecLogin &&
-        `  codec login   ${urls.codecLogin}  (to read payloads in the UI; token ${urls.codecTokenFile ? `in ${urls.codecTokenFile}` : 'CODEC_AUTH_TOKEN'})`,
+        `  codec login   ${urls.codecLogin}  (operators sign in with their token to read payloads and decide in the UI)`,
       urls.workerMetrics && `  worker        ${urls.workerMetrics}`,
       `  Temporal      ${urls.temporal}`,
       `  PostgreSQL    ${urls.database}`,
@@ -47,6 +55,7 @@ function runRole(role: 'all' | 'receiver' | 'worker') {
     console.log(
       `replyflow is running (${role === 'all' ? 'everything' : role}):\n${lines.join('\n')}\nPress Ctrl-C to stop.`,
     );
+    if (running.noOperators) console.log(FIRST_OPERATOR_HINT);
     let stopping = false;
     const shutdown = async (signal: string) => {
       if (stopping) return;
@@ -98,6 +107,7 @@ export function buildProgram(
     .action(runRole('worker'));
   registerWorkCommands(program, ctx);
   registerMaintenanceCommands(program, ctx);
+  registerAccountCommands(program, ctx);
   return program;
 }
 

@@ -15,7 +15,8 @@ import {
   ReplyState,
 } from '../../workflows/search-attributes';
 import { errorMessage } from '../failures';
-import { OperatorInputError } from './errors';
+import { CodecServerError } from '../temporal/codec-client';
+import { OperatorInputError, OperatorTokenRefusedError } from './errors';
 
 /** One row of the `held` and `failed` lists: identifiers and classifications, never message text. */
 export interface WorkItem {
@@ -141,6 +142,8 @@ export async function workflowStatus(
   const status = await client.connection
     .withDeadline(Date.now() + timeoutMs, () => handle.query(statusQuery))
     .catch((err: unknown) => {
+      // The answer came, but the codec server would not decode it for this operator.
+      if (err instanceof OperatorTokenRefusedError || err instanceof CodecServerError) throw err;
       throw new Error(
         `${workflowId} did not answer its status query (${errorMessage(err)}); is a worker running on task queue ${description.taskQueue}?`,
       );

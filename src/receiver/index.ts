@@ -47,10 +47,10 @@ export async function startReceiver(options: {
   const calls = new DeadlineCalls(connection);
   const port = options.port ?? config.PORT;
   let selfUrl = `http://127.0.0.1:${port}`;
-  // The Web UI's codec server: only with a token, so payloads are never served decrypted to anyone.
-  const codecRoutes = config.CODEC_AUTH_TOKEN
-    ? [codecRouter(codecServerOptions(config, options.encryptionKey, logger.child({ role: 'codec' })))]
-    : [];
+  // The codec server: payloads decrypted, and decisions sealed, for authenticated operators only.
+  const codecServer = codecRouter(
+    codecServerOptions(config, options.encryptionKey, pool, logger.child({ role: 'codec' })),
+  );
   const app = createReceiverApp({
     providers: createProviders(config),
     starter: temporalEventStarter({
@@ -83,9 +83,9 @@ export async function startReceiver(options: {
             temporalUiUrl: config.TEMPORAL_UI_URL,
             namespace: config.TEMPORAL_NAMESPACE,
           }),
-          ...codecRoutes,
+          codecServer,
         ]
-      : codecRoutes,
+      : [codecServer],
   });
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(port, '0.0.0.0', (err?: Error) => (err ? reject(err) : resolve(s)));

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection, type TLSConfig } from '@temporalio/client';
-import type { DataConverter } from '@temporalio/common';
+import type { DataConverter, PayloadCodec } from '@temporalio/common';
 import type { Config } from '../config';
 import { AesGcmPayloadCodec, type CodecOptions } from './codec';
 
@@ -141,15 +141,25 @@ export interface TemporalClient {
 }
 
 /** `security` and `keys` come from {@link connectionSecurity} and {@link keyring} for a configured server. */
-export async function connectClient(
+export function connectClient(
   address: string,
   namespace: string,
   encryptionKey: string,
   security: Partial<ConnectionSecurity> = {},
   keys: Keyring = {},
 ): Promise<TemporalClient> {
+  return connectWithCodec(address, namespace, payloadCodec(encryptionKey, keys), security);
+}
+
+/** A client whose payloads go through `codec`: the payload key itself, or the codec server (the CLI). */
+export async function connectWithCodec(
+  address: string,
+  namespace: string,
+  codec: PayloadCodec,
+  security: Partial<ConnectionSecurity> = {},
+): Promise<TemporalClient> {
   // connectTimeout bounds the first connection; later calls carry their own deadlines.
   const connection = await Connection.connect({ address, connectTimeout: 5000, ...security });
-  const client = new Client({ connection, namespace, dataConverter: dataConverter(encryptionKey, keys) });
+  const client = new Client({ connection, namespace, dataConverter: { payloadCodecs: [codec] } });
   return { client, connection, close: () => connection.close() };
 }

@@ -88,6 +88,11 @@ export const workflowBundle = once(
     }),
 );
 
+/** Stops what a helper started on first use (e.g. a receiver for the CLI's codec server) with the servers. */
+export function stopWithServers(stop: () => Promise<void>): void {
+  teardowns.unshift(stop);
+}
+
 export async function stopServers(): Promise<void> {
   for (const teardown of teardowns.splice(0)) await teardown().catch(() => {});
 }
