@@ -24,7 +24,8 @@ export interface VerifiedBody {
 
 export type Verified =
   | { ok: true; operator: string; requestId: string; body: VerifiedBody }
-  | { ok: false; reason: string; action?: string };
+  /** `operator`: set once the seal verified, so the refusal is recorded against them. */
+  | { ok: false; reason: string; action?: string; operator?: string };
 
 /** Clock skew tolerated between the codec server and the worker for a seal's issue time. */
 const SKEW_MS = 60_000;
@@ -46,29 +47,30 @@ export function decisionActivities({ operators, payloadKeys }: ActivityDeps) {
       const opened = openSeal(payload, payloadKeys);
       if (!opened.ok) return refuse(opened.reason);
       const { claims } = opened;
+      const refuseSealed = (reason: string): Verified => ({ ...refuse(reason), operator: claims.operator });
       if (claims.workflowId !== input.workflowId || raw.workflowId !== input.workflowId)
-        return refuse(`sealed for another workflow (${String(claims.workflowId).slice(0, 200)})`);
+        return refuseSealed(`sealed for another workflow (${String(claims.workflowId).slice(0, 200)})`);
       const age = Date.now() - claims.issuedAt;
       if (!(age <= DECISION_TTL_MS))
-        return refuse(
+        return refuseSealed(
           `expired: sealed ${Math.round(age / 1000)} s ago, decisions live ${DECISION_TTL_MS / 1000} s`,
         );
-      if (age < -SKEW_MS) return refuse('sealed in the future: check the servers’ clocks');
+      if (age < -SKEW_MS) return refuseSealed('sealed in the future: check the servers’ clocks');
       const account = await operators.get(claims.operator);
-      if (!account) return refuse(`revoked: no operator named ${claims.operator}`);
-      if (account.disabled) return refuse(`revoked: operator ${claims.operator} is disabled`);
+      if (!account) return refuseSealed(`revoked: no operator named ${claims.operator}`);
+      if (account.disabled) return refuseSealed(`revoked: operator ${claims.operator} is disabled`);
       if (account.credentialId !== claims.credentialId)
-        return refuse(`revoked: ${claims.operator}'s token was rotated after this decision was sealed`);
+        return refuseSealed(`revoked: ${claims.operator}'s token was rotated after this decision was sealed`);
       const role = roleFor(input.decision, raw.action);
       if (role && !account.roles.includes(role))
-        return refuse(`not permitted: ${claims.operator} does not have the ${role} role`);
+        return refuseSealed(`not permitted: ${claims.operator} does not have the ${role} role`);
       const first = await operators.useRequest({
         requestId: claims.requestId,
         workflowId: input.workflowId,
         delivery: input.delivery,
         operator: claims.operator,
       });
-      if (!first) return refuse('replayed: this sealed decision was used before');
+      if (!first) return refuseSealed('replayed: this sealed decision was used before');
       return {
         ok: true,
         operator: claims.operator,

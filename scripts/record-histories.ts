@@ -95,7 +95,11 @@ async function main() {
     const [earlier, later] = await Promise.all(
       [0, 1].map((i) =>
         start(
-          sandboxEvent({ conversationId: busy, messageId: `m${i}`, sentAt: new Date(sentAt + i).toISOString() }),
+          sandboxEvent({
+            conversationId: busy,
+            messageId: `m${i}`,
+            sentAt: new Date(sentAt + i).toISOString(),
+          }),
         ),
       ),
     );

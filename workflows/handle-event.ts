@@ -45,14 +45,24 @@ const SEALED_DECISIONS_PATCH = 'sealed-decisions';
 /** Runs started since: one local admission, the built-in responder in the task, order kept by the effects table. */
 const ONE_TASK_SENDS_PATCH = 'one-task-sends';
 
+/**
+ * Why an input is not an event the receiver started, if it is not: not encrypted by a known key, or
+ * something else encrypted (a decision sealed by the codec server, started from the Web UI).
+ */
+function inputRefusal(event: unknown): string | undefined {
+  if (isRefusedPayload(event)) return event.replyflowRefusedPayload;
+  const e = event as Partial<InboundEvent> & { seal?: unknown };
+  if (typeof e?.provider !== 'string' || typeof e.eventId !== 'string' || e.seal !== undefined)
+    return 'not an event from the receiver';
+  return undefined;
+}
+
 export async function handleEvent(event: InboundEvent): Promise<EventResult> {
   // Only the receiver starts event workflows, with an input encrypted by a known key; a plaintext
   // start (anyone with access to Temporal) fails here, before anything is recorded or sent.
-  if (isRefusedPayload(event))
-    throw ApplicationFailure.nonRetryable(
-      `event input refused: ${event.replyflowRefusedPayload}`,
-      Failure.PayloadRefused,
-    );
+  const refusal = inputRefusal(event);
+  if (refusal)
+    throw ApplicationFailure.nonRetryable(`event input refused: ${refusal}`, Failure.PayloadRefused);
   // Each patch a run records costs a marker and an upsert of TemporalChangeVersion (the SDK's): new
   // runs record only the newest, which implies the ones before it.
   const oneTaskSends = patched(ONE_TASK_SENDS_PATCH);

@@ -52,10 +52,12 @@ export class OperatorDesk {
     });
     const state = this.run.state;
     if (!verified.ok) {
+      // Who a verified seal names is on the record even when the decision is refused (expired, no
+      // role); a seal that does not verify names nobody.
       const unverified: OperatorMessage = {
         signal,
         payload: { action: verified.action },
-        actor: '(unverified)',
+        actor: verified.operator ?? '(unverified)',
       };
       return this.record(
         { message: unverified, arrivedIn: state },

@@ -223,7 +223,7 @@ describe('event workflow paths end to end: sends, lookups, holds and decisions (
     const decisions = afterSelfApproval.operatorHistory.map((d) => [d.action, d.actor, d.result]);
     assert.deepEqual(decisions, [
       ['resend', alice.account.name, 'accepted'],
-      ['approve', '(unverified)', 'rejected'],
+      ['approve', alice.account.name, 'rejected'],
       ['approve', bob.account.name, 'accepted'],
     ]);
     const audit = await auditRows(event.workflowId);
