@@ -33,7 +33,7 @@ interface Attempt {
   log: ActivityDeps['logger'];
 }
 
-export function sendActivities({ effects, targets, logger, metrics }: ActivityDeps) {
+export function sendActivities({ effects, targets, logger, metrics, policy }: ActivityDeps) {
   /** Turns a classified failure into the next state: retry (same key), failed, or unknown. */
   async function settleFailure(err: unknown, attempt: Attempt): Promise<SendOutcome> {
     const { effectId, token, target, log } = attempt;
@@ -101,11 +101,9 @@ export function sendActivities({ effects, targets, logger, metrics }: ActivityDe
       if (earlier > 0) return { result: 'wait', earlier, attempts: 0 };
       const resendSafe = (attempt: number) =>
         target.resendSafe?.(input.step, attempt) ?? target.capabilities.idempotencyKey;
-      const lease = await effects.takeLease(
-        input.effectId,
-        Math.max(deadline - Date.now() - LEASE_MARGIN_MS, 1000),
-        resendSafe,
-      );
+      // The lease is SEND_TIMEOUT, and always ends before Temporal's timeout (which includes the gather).
+      const leaseMs = Math.min(policy.sendTimeoutMs, deadline - Date.now()) - LEASE_MARGIN_MS;
+      const lease = await effects.takeLease(input.effectId, Math.max(leaseMs, 1000), resendSafe);
       switch (lease.kind) {
         case 'missing':
           throw ApplicationFailure.nonRetryable(

@@ -61,13 +61,14 @@ export const alerts = proxyActivities<Activities>({
 });
 
 /**
- * Sends carry their lease: start-to-close is the lease, schedule-to-close bounds the retry budget.
+ * Sends carry their lease: start-to-close bounds the lease, schedule-to-close the retry budget.
  * The send activity fails for good only with failures it throws as non-retryable (a missing or
  * unsendable effect, an unknown target); a permanent target error is an outcome, not a failure.
  */
-export function sender(policy: DeliveryPolicy) {
+export function sender(policy: DeliveryPolicy, gatherMs = 0) {
   return proxyActivities<Activities>({
-    startToCloseTimeout: policy.sendTimeoutMs,
+    // The attempt may first wait out the gather window; its lease is still SEND_TIMEOUT at most.
+    startToCloseTimeout: policy.sendTimeoutMs + gatherMs,
     scheduleToCloseTimeout: policy.maxElapsedMs,
     retry: {
       initialInterval: '1s',

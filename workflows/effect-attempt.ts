@@ -89,8 +89,8 @@ export class EffectAttempt {
       if (prepared.done === 'succeeded') this.run.settled({ businessKey, effectId: ctx.effectId });
       return prepared.done;
     }
-    const send = sender(policy);
     let gatherUntil = this.gatherUntil(policy);
+    const send = sender(policy, gatherUntil ? policy.turnGatherMs : 0);
     for (;;) {
       const sent = await this.ordering.around(() =>
         this.sendAndSettle(send, ctx, prepared.body, gatherUntil),
