@@ -106,6 +106,8 @@ export const configSchema = z.object({
   TEMPORAL_NAMESPACE: z.string().default('default'),
   TEMPORAL_TASK_QUEUE: z.string().default('replyflow'),
   TEMPORAL_UI_PORT: port.default(8233),
+  /** gRPC port of the dev server `replyflow start` embeds (and the CLI then talks to). */
+  TEMPORAL_DEV_PORT: port.default(7233),
   /**
    * Connection security for TEMPORAL_ADDRESS, named as in Temporal's own client environment
    * configuration. Unset TEMPORAL_TLS → TLS whenever an API key or any TLS file is set.
@@ -160,7 +162,10 @@ export const configSchema = z.object({
   SEND_TIMEOUT: duration('30s'),
   /** Reminder delays while work is held; the last one repeats. */
   HELD_REMINDERS: durations('15m,1h,4h,24h'),
-  /** A conversation's first send waits this long so that earlier messages delivered a little later go first. */
+  /**
+   * A send waits until this long after its source message occurred (never longer from now), so that
+   * earlier messages of the conversation delivered a little later go first.
+   */
   TURN_GATHER: duration('2s'),
   /** How long failed work waits for reprocess or discard before its workflow closes as failed. */
   FAILED_PARK: duration('7d'),
@@ -190,6 +195,13 @@ export const configSchema = z.object({
     }),
   /** Port of the worker's Prometheus endpoint (our metrics and the Temporal SDK's); 0: none. */
   WORKER_METRICS_PORT: port.default(9464),
+  /**
+   * Workflows a worker keeps in memory (~0.5 MiB each) between their tasks; beyond it, one waiting
+   * is evicted and replayed when it wakes. Unset: what the SDK derives from the heap (docs/deploy.md).
+   */
+  WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).optional(),
+  /** Activities a worker runs at once: sends (each may first wait out TURN_GATHER), lookups, alerts. */
+  WORKER_ACTIVITY_SLOTS: z.coerce.number().int().min(1).default(200),
   /** An FAQ file (JSON) for the default responder; unset: the built-in FAQ. */
   RESPONDER_FAQ_FILE: optional,
   /** A service that writes replies (POST JSON → {"text"}); when set it replaces the FAQ responder. */

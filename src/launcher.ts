@@ -8,6 +8,7 @@ import { migrate } from './db/migrate';
 import { createOperatorStore } from './db/operators';
 import { createPool, type Pool } from './db/pool';
 import { startEmbeddedPostgres } from './embedded/postgres';
+import { errorMessage } from './failures';
 import type { Logger } from './logger';
 import { startReceiver } from './receiver';
 import { resolveEncryptionKey } from './temporal/client';
@@ -35,13 +36,36 @@ export interface Running {
 
 type Role = 'all' | 'receiver' | 'worker';
 
+/** Stops one part, but waits at most `ms`: a part stuck under load must not keep the others running. */
+async function stopWithin(
+  name: string,
+  ms: number,
+  stop: () => Promise<void>,
+  logger: Logger,
+): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => resolve('late'), ms);
+  });
+  try {
+    const outcome = await Promise.race([stop().then(() => 'stopped' as const), late]);
+    if (outcome === 'late') logger.warn({ part: name, seconds: ms / 1000 }, 'did not stop in time; going on');
+  } catch (err) {
+    logger.error({ part: name, err: errorMessage(err) }, 'stop failed');
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** How long each part may take to stop; the worker lets a send in flight finish (SEND_TIMEOUT). */
+const STOP_MS = 15_000;
+
 export async function launch(config: Config, logger: Logger, role: Role = 'all'): Promise<Running> {
-  const stops: (() => Promise<void>)[] = [];
+  const stops: { name: string; ms: number; stop: () => Promise<void> }[] = [];
   // Never settles unless a worker runs and stops by itself.
   let failed: Promise<never> = new Promise(() => {});
   const stopAll = async () => {
-    for (const stop of stops.reverse())
-      await stop().catch((err) => logger.error({ err: (err as Error).message }, 'stop failed'));
+    for (const { name, ms, stop } of stops.reverse()) await stopWithin(name, ms, stop, logger);
     stops.length = 0;
   };
   try {
@@ -51,11 +75,11 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
       if (role !== 'all')
         throw new Error(`replyflow ${role} needs DATABASE_URL (only \`replyflow start\` embeds PostgreSQL)`);
       const pg = await startEmbeddedPostgres({ dir: path.join(config.REPLYFLOW_DATA_DIR, 'postgres') });
-      stops.push(() => pg.stop());
+      stops.push({ name: 'PostgreSQL', ms: STOP_MS, stop: () => pg.stop() });
       databaseUrl = pg.url;
     }
     const pool: Pool = createPool(databaseUrl, config.DATABASE_POOL_SIZE);
-    stops.push(() => pool.end());
+    stops.push({ name: 'database pool', ms: STOP_MS, stop: () => pool.end() });
     await migrate(pool);
 
     let temporalAddress = config.TEMPORAL_ADDRESS;
@@ -67,12 +91,12 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
         );
       const server = await startDevServer({
         dbFile: path.join(config.REPLYFLOW_DATA_DIR, 'temporal.sqlite'),
-        port: 7233,
+        port: config.TEMPORAL_DEV_PORT,
         uiPort: config.TEMPORAL_UI_PORT,
         uiCodecEndpoint: `http://127.0.0.1:${config.PORT}${CODEC_PATH}`,
         namespace: config.TEMPORAL_NAMESPACE,
       });
-      stops.push(() => server.stop());
+      stops.push({ name: 'Temporal dev server', ms: STOP_MS, stop: () => server.stop() });
       temporalAddress = server.address;
       temporalUi = server.uiUrl;
     }
@@ -88,11 +112,11 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
         encryptionKey,
         logger: logger.child({ role: 'worker' }),
       });
-      stops.push(() => worker.stop());
+      stops.push({ name: 'worker', ms: config.SEND_TIMEOUT + STOP_MS, stop: () => worker.stop() });
       workerMetrics = worker.metricsUrl;
       failed = worker.running.then(
         () => Promise.reject(new Error('the worker stopped')),
-        (err) => Promise.reject(new Error(`the worker stopped: ${(err as Error).message}`)),
+        (err) => Promise.reject(new Error(`the worker stopped: ${errorMessage(err)}`)),
       );
       failed.catch(() => {}); // observed by callers that care (the CLI); never an unhandled rejection
     }
@@ -105,7 +129,7 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
         encryptionKey,
         logger: logger.child({ role: 'receiver' }),
       });
-      stops.push(() => receiver.stop());
+      stops.push({ name: 'receiver', ms: STOP_MS, stop: () => receiver.stop() });
       receiverUrl = receiver.url;
     }
     return {

@@ -125,6 +125,12 @@ export async function createWorker(
       // On SIGTERM (a rolling deploy) a send in flight may finish: cancelling it would turn a reply that
       // probably went out into an unknown outcome for the next worker to look up or hold.
       shutdownGraceTime: config.SEND_TIMEOUT,
+      // A burst into one conversation leaves many workflows waiting for their turn: keep them cached
+      // where memory allows, and run enough sends at once that gather windows do not queue them.
+      ...(config.WORKER_MAX_CACHED_WORKFLOWS !== undefined && {
+        maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
+      }),
+      maxConcurrentActivityTaskExecutions: config.WORKER_ACTIVITY_SLOTS,
       ...(options.workerOptions?.workflowBundle ? {} : { workflowsPath: WORKFLOWS_PATH }),
       ...options.workerOptions,
     });

@@ -58,14 +58,18 @@ function runRole(role: 'all' | 'receiver' | 'worker') {
     if (running.noOperators) console.log(FIRST_OPERATOR_HINT);
     let stopping = false;
     const shutdown = async (signal: string) => {
-      if (stopping) return;
+      if (stopping) {
+        // A second Ctrl-C: stop waiting. What this process started ends with it (the dev server).
+        console.log(`replyflow: ${signal} again, stopping now`);
+        process.exit(130);
+      }
       stopping = true;
-      console.log(`replyflow: ${signal}, stopping…`);
+      console.log(`replyflow: ${signal}, stopping… (again to stop at once)`);
       await running.stop();
       process.exit(0);
     };
-    process.once('SIGINT', () => void shutdown('SIGINT'));
-    process.once('SIGTERM', () => void shutdown('SIGTERM'));
+    process.on('SIGINT', () => void shutdown('SIGINT'));
+    process.on('SIGTERM', () => void shutdown('SIGTERM'));
     // A worker that dies on its own takes the process down, so a supervisor (or a person) restarts it.
     running.failed.catch(async (err: Error) => {
       if (stopping) return;

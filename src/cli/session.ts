@@ -19,7 +19,6 @@ import type { CliIo } from './io';
 import { operatorToken } from './operator-token';
 
 /** The embedded launcher's Temporal frontend (src/launcher.ts). */
-export const EMBEDDED_TEMPORAL_ADDRESS = '127.0.0.1:7233';
 
 export interface Session {
   config: Config;
@@ -61,7 +60,7 @@ export function openSession(io: CliIo): Session {
     async client() {
       const payloadCodec = session.codecServer();
       temporal ??= connectWithCodec(
-        config.TEMPORAL_ADDRESS ?? EMBEDDED_TEMPORAL_ADDRESS,
+        config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_DEV_PORT}`,
         config.TEMPORAL_NAMESPACE,
         payloadCodec,
         connectionSecurity(config),

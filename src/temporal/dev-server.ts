@@ -95,6 +95,13 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     args.push('--search-attribute', `${key.name}=${key.type === 'INT' ? 'Int' : 'Keyword'}`);
 
   const child = spawn(cli, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  // However this process ends (a second Ctrl-C, process.exit while stopping under load), the server
+  // it started ends with it: never a dev server left running on its own.
+  const killOnExit = () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  };
+  process.on('exit', killOnExit);
+  child.once('exit', () => process.off('exit', killOnExit));
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-2000);
