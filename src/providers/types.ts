@@ -30,10 +30,19 @@ export interface InboundEvent {
   payload: unknown;
 }
 
-/** What a provider's `parse` returns: events to make durable, or an immediate answer (handshakes). */
+/**
+ * What a provider's `parse` returns: events to make durable, an immediate answer (handshakes), or a
+ * verified delivery that carries nothing to make durable (a notice about us, an envelope type we do
+ * not know yet): acknowledged, so that the sender does not retry it or disable the endpoint, and
+ * counted with its reason.
+ */
 export type ProviderResult =
   | { kind: 'events'; events: InboundEvent[] }
-  | { kind: 'answer'; status: number; body: unknown };
+  | { kind: 'answer'; status: number; body: unknown }
+  | { kind: 'ignored'; reason: IgnoredReason };
+
+/** Why a verified delivery was acknowledged without an event (a metric label: a closed set). */
+export type IgnoredReason = 'app_rate_limited' | 'unknown_envelope_type';
 
 export interface RequestContext {
   rawBody: Buffer;

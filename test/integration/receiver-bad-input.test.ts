@@ -16,7 +16,7 @@ import {
   startTestReceiver,
 } from '../helpers/receiver';
 import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { testConfig, uniqueId } from '../helpers/system';
+import { TEST_SANDBOX, testConfig, uniqueId } from '../helpers/system';
 
 const BODY_LIMIT = 4096;
 /** Text that must never come back in a response or appear in a log. */
@@ -56,7 +56,7 @@ describe('receiver: bad input (dev server, PostgreSQL, HTTP)', function () {
   const assertDiscreet = (text: string) => {
     assert.doesNotMatch(text, /\bat .+:\d+:\d+|\.ts:\d+|Error:/, 'no stack trace');
     assert.ok(!text.includes(CANARY), 'no message text');
-    for (const secret of [STD_SECRET, config.SANDBOX_WEBHOOK_SECRET])
+    for (const secret of [STD_SECRET, TEST_SANDBOX.webhookSecret])
       assert.ok(!text.includes(secret.slice(6)), 'no secret');
   };
 
@@ -127,14 +127,15 @@ describe('receiver: bad input (dev server, PostgreSQL, HTTP)', function () {
     });
 
     it('names each missing or wrong field, never its value', async () => {
-      const request = signedBody(JSON.stringify({ type: 42, data: CANARY, note: CANARY }));
-      const response = await post(receiver, request);
+      const eventId = uniqueId('evt_');
+      const body = JSON.stringify({ type: 'message', conversationId: 42, text: CANARY, note: CANARY });
+      const response = await post(receiver, sandboxRequest(config, { eventId, body }));
       assert.equal(response.status, 400);
       const text = await response.text();
       assertDiscreet(text);
       const { issues } = JSON.parse(text) as { issues: { path: string[]; message: string }[] };
-      assert.deepEqual(issues.map((i) => i.path.join('.')).sort(), ['data', 'timestamp', 'type']);
-      await assertNothingStored(`webhook:std.${STD_SOURCE}:${request.eventId}`, request.eventId);
+      assert.deepEqual(issues.map((i) => i.path.join('.')).sort(), ['conversationId', 'messageId', 'sentAt']);
+      await assertNothingStored(`webhook:sandbox:${eventId}`, eventId);
     });
 
     it('does not echo a field value that fails its pattern', async () => {
