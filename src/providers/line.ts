@@ -107,7 +107,7 @@ function normalise(destination: string, event: LineEvent, ctx: RequestContext): 
   };
 }
 
-export function lineProvider(channelSecret: string): WebhookProvider {
+export function lineProvider(channelSecret: string): WebhookProvider<ProviderResult> {
   return {
     name: 'line',
     contentTypes: ['application/json'],

@@ -139,7 +139,7 @@ function normalise(body: z.infer<typeof eventCallback>, ctx: RequestContext): In
   };
 }
 
-export function slackProvider(signingSecret: string): WebhookProvider {
+export function slackProvider(signingSecret: string): WebhookProvider<ProviderResult> {
   return {
     name: 'slack',
     contentTypes: ['application/json'],

@@ -79,7 +79,9 @@ function occurredAtOf(body: unknown): string | undefined {
   return Number.isNaN(ms) ? undefined : new Date(ms).toISOString();
 }
 
-export function standardWebhooksProvider(secrets: Readonly<Record<string, string>>): WebhookProvider {
+export function standardWebhooksProvider(
+  secrets: Readonly<Record<string, string>>,
+): WebhookProvider<ProviderResult> {
   // Own keys only: a path such as /webhooks/std/__proto__ or /constructor must not find Object's members.
   const secretOf = (source: string | undefined) =>
     source !== undefined && Object.hasOwn(secrets, source) ? secrets[source] : undefined;

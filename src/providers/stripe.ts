@@ -87,7 +87,7 @@ function subjectOf(body: z.infer<typeof stripeEvent>): string | undefined {
   return related.success ? `${related.data.type}:${related.data.id}` : undefined;
 }
 
-export function stripeProvider(secret: string): WebhookProvider {
+export function stripeProvider(secret: string): WebhookProvider<ProviderResult> {
   return {
     name: 'stripe',
     contentTypes: ['application/json'],

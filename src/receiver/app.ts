@@ -156,9 +156,9 @@ export function createReceiverApp(deps: ReceiverDeps): express.Express {
         { reason: err.message },
       );
     }
-    let result: ReturnType<WebhookProvider['parse']>;
+    let result: Awaited<ReturnType<WebhookProvider['parse']>>;
     try {
-      result = provider.parse(ctx);
+      result = await provider.parse(ctx);
     } catch (err) {
       if (!(err instanceof WebhookPayloadError)) throw err;
       return answer(

@@ -146,7 +146,7 @@ describe('GitHub provider', () => {
       };
       const ctx = requestContext(form, headers);
       await verifyGitHubRequest(SECRET, ctx);
-      const [event] = eventsOf(provider.parse(ctx));
+      const [event] = eventsOf(await provider.parse(ctx));
       assert.equal(event!.replyTo?.destination.issueNumber, '7');
     });
   });
