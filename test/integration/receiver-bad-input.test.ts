@@ -201,6 +201,40 @@ describe('receiver: bad input (dev server, PostgreSQL, HTTP)', function () {
     });
   });
 
+  describe('bodies that cannot become a workflow input: 4xx, never a 503 the sender retries forever', () => {
+    let roomy: ReceiverHandle;
+    before(async () => {
+      const roomyConfig = testConfig({
+        STANDARD_WEBHOOKS_SECRETS: `${STD_SOURCE}=${STD_SECRET}`,
+        WEBHOOK_BODY_LIMIT: String(3 * 1024 * 1024),
+      });
+      roomy = await startTestReceiver({ config: roomyConfig, temporalAddress: (await devServer()).address });
+    });
+    after(async () => {
+      await roomy?.stop();
+    });
+
+    it('answers 400 to a signed body nested 5,000 deep', async () => {
+      const nested = `${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}`;
+      const request = standardRequest({ body: `{"type":"order.paid","data":${nested}}` });
+      const response = await post(roomy, request);
+      assert.equal(response.status, 400);
+      assert.equal(response.headers.get('retry-after'), null);
+      assertDiscreet(await response.text());
+      await assertNothingStored(`webhook:std.${STD_SOURCE}:${request.eventId}`, request.eventId);
+    });
+
+    it('answers 413 to a signed body within WEBHOOK_BODY_LIMIT but over what a workflow input may hold', async () => {
+      const request = standardRequest({
+        body: JSON.stringify({ type: 'order.paid', data: { note: 'x'.repeat(2_200_000) } }),
+      });
+      const response = await post(roomy, request);
+      assert.equal(response.status, 413);
+      assertDiscreet(await response.text());
+      await assertNothingStored(`webhook:std.${STD_SOURCE}:${request.eventId}`, request.eventId);
+    });
+  });
+
   it('answers 415 to a content type the provider does not send', async () => {
     const request = standardRequest();
     const response = await post(receiver, request, { 'content-type': 'text/plain' });
