@@ -3,12 +3,21 @@
 // failed work. `run(argv, io)` runs a command in-process and returns its exit code.
 import { Command, CommanderError } from 'commander';
 import { ConfigError, loadConfig } from '../config';
+import { errorMessage } from '../errors';
 import { launch } from '../launcher';
 import { createLogger } from '../logger';
 import { type CliContext, EXIT } from './command';
 import { type CliIo, processIo } from './io';
 import { registerMaintenanceCommands } from './maintenance-commands';
 import { registerWorkCommands } from './work-commands';
+
+/** What the banner adds when a server listens somewhere other than the URL it prints (HOST=0.0.0.0). */
+function listeningNote(url: string, listening: string | undefined): string {
+  if (!listening || new URL(url).host === listening) return '';
+  return listening.startsWith('0.0.0.0:') || listening.startsWith('[::]:')
+    ? `  listening on ${listening}: every interface`
+    : `  listening on ${listening}`;
+}
 
 function runRole(role: 'all' | 'receiver' | 'worker') {
   return async () => {
@@ -27,18 +36,20 @@ function runRole(role: 'all' | 'receiver' | 'worker') {
     try {
       running = await launch(config, logger, role);
     } catch (err) {
-      console.error(`replyflow: ${(err as Error).message}`);
+      // With its causes: a start Temporal refused says why only in the cause.
+      console.error(`replyflow: ${errorMessage(err)}`);
       process.exit(1);
     }
     const { urls } = running;
     const lines = [
       urls.receiver &&
-        `  receiver      ${urls.receiver}  (POST /webhooks/<provider>, /healthz, /readyz, /metrics)`,
+        `  receiver      ${urls.receiver}  (POST /webhooks/<provider>, /healthz, /readyz, /metrics)${listeningNote(urls.receiver, urls.receiverListening)}`,
       urls.sandbox && `  sandbox page  ${urls.sandbox}`,
       urls.temporalUi && `  Temporal UI   ${urls.temporalUi}`,
       urls.codecLogin &&
         `  codec login   ${urls.codecLogin}  (to read payloads in the UI; token ${urls.codecTokenFile ? `in ${urls.codecTokenFile}` : 'CODEC_AUTH_TOKEN'})`,
-      urls.workerMetrics && `  worker        ${urls.workerMetrics}`,
+      urls.workerMetrics &&
+        `  worker        ${urls.workerMetrics}${listeningNote(urls.workerMetrics, urls.workerMetricsListening)}`,
       `  Temporal      ${urls.temporal}`,
       `  PostgreSQL    ${urls.database}`,
     ].filter(Boolean);
