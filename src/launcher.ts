@@ -8,7 +8,9 @@ import { migrate } from './db/migrate';
 import { createPool, type Pool } from './db/pool';
 import { startEmbeddedPostgres } from './embedded/postgres';
 import type { Logger } from './logger';
+import { reachableHostOf } from './ports';
 import { startReceiver } from './receiver';
+import { resolveSandbox } from './sandbox/settings';
 import { resolveEncryptionKey } from './temporal/client';
 import { CODEC_PATH, codecTokenFile, resolveCodecToken } from './temporal/codec-server';
 import { startDevServer } from './temporal/dev-server';
@@ -17,6 +19,8 @@ import { startWorker } from './worker';
 export interface Running {
   urls: {
     receiver: string;
+    /** The address the receiver really listens on, `host:port`. */
+    receiverListening?: string;
     sandbox?: string;
     temporalUi?: string;
     /** Where operators sign in so that the Web UI shows decrypted payloads. */
@@ -24,6 +28,8 @@ export interface Running {
     /** The file holding the generated codec token (unset when CODEC_AUTH_TOKEN is set). */
     codecTokenFile?: string;
     workerMetrics?: string;
+    /** The address the worker's metrics really listen on, `host:port`. */
+    workerMetricsListening?: string;
     temporal: string;
     database: string;
   };
@@ -45,17 +51,26 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
   };
   try {
     mkdirSync(config.REPLYFLOW_DATA_DIR, { recursive: true });
+    // The sandbox is the local demo: on by default for `start` only, with secrets from the data dir.
+    const sandbox = resolveSandbox(config, { local: role === 'all' });
     let databaseUrl = config.DATABASE_URL;
-    if (!databaseUrl) {
+    let pool: Pool;
+    if (databaseUrl) {
+      pool = createPool(databaseUrl, config.DATABASE_POOL_SIZE);
+      stops.push(() => pool.end());
+      await migrate(pool);
+    } else {
       if (role !== 'all')
         throw new Error(`replyflow ${role} needs DATABASE_URL (only \`replyflow start\` embeds PostgreSQL)`);
       const pg = await startEmbeddedPostgres({ dir: path.join(config.REPLYFLOW_DATA_DIR, 'postgres') });
       stops.push(() => pg.stop());
+      // Migrations run as the superuser; the application connects as a role that owns no table.
+      const admin = createPool(pg.adminUrl, 1);
+      await migrate(admin).finally(() => admin.end());
       databaseUrl = pg.url;
+      pool = createPool(databaseUrl, config.DATABASE_POOL_SIZE);
+      stops.push(() => pool.end());
     }
-    const pool: Pool = createPool(databaseUrl, config.DATABASE_POOL_SIZE);
-    stops.push(() => pool.end());
-    await migrate(pool);
 
     // The receiver serves the codec endpoint; `start` generates its token so the embedded UI has one.
     const codecToken = role === 'worker' ? undefined : resolveCodecToken(config, { create: role === 'all' });
@@ -71,17 +86,26 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
         dbFile: path.join(config.REPLYFLOW_DATA_DIR, 'temporal.sqlite'),
         port: 7233,
         uiPort: config.TEMPORAL_UI_PORT,
-        uiCodecEndpoint: codecToken ? `http://127.0.0.1:${config.PORT}${CODEC_PATH}` : undefined,
+        uiCodecEndpoint: codecToken ? `${localReceiverUrl(config)}${CODEC_PATH}` : undefined,
         namespace: config.TEMPORAL_NAMESPACE,
       });
       stops.push(() => server.stop());
       temporalAddress = server.address;
       temporalUi = server.uiUrl;
     }
-    const effective: Config = { ...config, TEMPORAL_UI_URL: temporalUi, CODEC_AUTH_TOKEN: codecToken };
+    const effective: Config = {
+      ...config,
+      ...sandbox,
+      TEMPORAL_UI_URL: temporalUi,
+      CODEC_AUTH_TOKEN: codecToken,
+      // In one process the worker reaches the sandbox API on this receiver, wherever HOST binds it.
+      SANDBOX_API_URL:
+        config.SANDBOX_API_URL ?? (role === 'all' ? `${localReceiverUrl(config)}/sandbox/api` : undefined),
+    };
     const encryptionKey = resolveEncryptionKey(config, { create: role === 'all' });
 
     let workerMetrics: string | undefined;
+    let workerMetricsListening: string | undefined;
     if (role !== 'receiver') {
       const worker = await startWorker({
         config: effective,
@@ -92,6 +116,7 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
       });
       stops.push(() => worker.stop());
       workerMetrics = worker.metricsUrl;
+      workerMetricsListening = worker.metricsListening;
       failed = worker.running.then(
         () => Promise.reject(new Error('the worker stopped')),
         (err) => Promise.reject(new Error(`the worker stopped: ${(err as Error).message}`)),
@@ -99,6 +124,7 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
       failed.catch(() => {}); // observed by callers that care (the CLI); never an unhandled rejection
     }
     let receiverUrl = '';
+    let receiverListening: string | undefined;
     if (role !== 'worker') {
       const receiver = await startReceiver({
         config: effective,
@@ -109,16 +135,19 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
       });
       stops.push(() => receiver.stop());
       receiverUrl = receiver.url;
+      receiverListening = receiver.listening;
     }
     return {
       urls: {
         receiver: receiverUrl,
-        sandbox: receiverUrl && config.SANDBOX_ENABLED ? `${receiverUrl}/sandbox` : undefined,
+        receiverListening,
+        sandbox: receiverUrl && sandbox.SANDBOX_ENABLED ? `${receiverUrl}/sandbox` : undefined,
         temporalUi: temporalUi,
         codecLogin: receiverUrl && codecToken ? `${receiverUrl}${CODEC_PATH}/login` : undefined,
         codecTokenFile:
           receiverUrl && codecToken && !config.CODEC_AUTH_TOKEN ? codecTokenFile(config) : undefined,
         workerMetrics,
+        workerMetricsListening,
         temporal: temporalAddress,
         database: databaseUrl.replace(/\/\/[^@/]*@/, '//'),
       },
@@ -129,4 +158,9 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
     await stopAll();
     throw err;
   }
+}
+
+/** The receiver's URL from this machine, known before it listens (HOST=0.0.0.0 is reached on loopback). */
+function localReceiverUrl(config: Config): string {
+  return `http://${reachableHostOf(config.HOST)}:${config.PORT}`;
 }
