@@ -10,7 +10,14 @@ import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import type { handleEvent } from '../../workflows';
 import { FakeTarget } from '../helpers/fake-target';
 import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { FAST_POLICY, sandboxEvent, startTestWorker, TEST_SANDBOX, testConfig, uniqueId } from '../helpers/system';
+import {
+  FAST_POLICY,
+  sandboxEvent,
+  startTestWorker,
+  TEST_SANDBOX,
+  testConfig,
+  uniqueId,
+} from '../helpers/system';
 import { effectRows, startEvent, waitForState } from '../helpers/workflows';
 
 const BIN = path.resolve(__dirname, '..', '..', 'bin', 'replyflow.js');
