@@ -255,6 +255,16 @@ describe('receiver: bad input (dev server, PostgreSQL, HTTP)', function () {
     });
   }
 
+  for (const source of ['__proto__', 'constructor', 'toString', 'hasOwnProperty']) {
+    it(`answers 401, not 500, to a signed delivery for the source ${source} (no such source)`, async () => {
+      const request = standardRequest();
+      const response = await post(receiver, { ...request, path: `/webhooks/std/${source}` });
+      assert.equal(response.status, 401);
+      assertDiscreet(await response.text());
+      await assertNothingStored(`webhook:std.${source}:${request.eventId}`, request.eventId);
+    });
+  }
+
   it('answers 400, not 500, to a path it cannot decode', async () => {
     const response = await post(receiver, { ...standardRequest(), path: '/webhooks/std/%E0%A4%A' });
     assert.equal(response.status, 400);
