@@ -85,7 +85,11 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   const fresh = !existsSync(path.join(dir, 'PG_VERSION'));
   const stored = readCredentials(dir);
   const credentials = stored ?? { admin: randomPassword(), app: randomPassword() };
-  if (fresh) initialise(binaries, dir, credentials.admin, runAs, logs);
+  if (fresh) {
+    initialise(binaries, dir, credentials.admin, runAs, logs);
+    // Stored at once: a start that fails later must not leave a cluster whose password is lost.
+    saveCredentials(dir, credentials);
+  }
 
   const server = spawn(
     binaries.postgres,
@@ -106,10 +110,11 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   const urlOf = (user: string, password: string, db: string) =>
     `postgres://${user}:${encodeURIComponent(password)}@127.0.0.1:${port}/${db}`;
   try {
-    // The superuser's password now: the stored one, the one initdb just set, or a legacy cluster's.
-    const current = urlOf(ADMIN, stored?.admin ?? (fresh ? credentials.admin : LEGACY_PASSWORD), 'postgres');
+    // The superuser's password now: the stored one (a fresh cluster's included) or a legacy cluster's.
+    const legacy = !stored && !fresh;
+    const current = urlOf(ADMIN, legacy ? LEGACY_PASSWORD : credentials.admin, 'postgres');
     await waitUntilAccepting(server, current);
-    if (!stored) await adoptGeneratedPasswords(current, credentials, dir);
+    if (legacy) await adoptGeneratedPasswords(current, credentials, dir);
     await setUpApplicationRole(
       urlOf(ADMIN, credentials.admin, 'postgres'),
       urlOf(ADMIN, credentials.admin, database),
@@ -295,14 +300,16 @@ async function waitUntilAccepting(server: ChildProcess, url: string, timeoutMs =
   }
 }
 
-/**
- * Sets the generated superuser password on a cluster that had none stored (new, or initialised before
- * passwords were generated, with the old fixed one), then stores both passwords, 0600.
- */
+/** Sets the generated superuser password on a cluster initialised before passwords were generated. */
 async function adoptGeneratedPasswords(url: string, credentials: Credentials, dir: string): Promise<void> {
   await withClient(url, async (client) => {
     await client.query(`ALTER ROLE ${ADMIN} PASSWORD ${client.escapeLiteral(credentials.admin)}`);
   });
+  saveCredentials(dir, credentials);
+}
+
+/** Both passwords, readable by their owner only. */
+function saveCredentials(dir: string, credentials: Credentials): void {
   writeFileSync(path.join(dir, CREDENTIALS_FILE), `${JSON.stringify(credentials)}\n`, { mode: 0o600 });
 }
 

@@ -3,7 +3,7 @@
 // system user can reach wherever the project is cloned (or one clear way out).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -96,6 +96,32 @@ describe('embedded PostgreSQL', function () {
         await again.stop();
       }
     });
+  });
+
+  it('replaces the fixed password of a cluster initialised before passwords were generated', async () => {
+    const dir = path.join(openDir('replyflow-pg-legacy-'), 'data');
+    const made = await startEmbeddedPostgres({ dir });
+    // What older versions left behind: the superuser with password 'postgres', nothing stored.
+    const admin = new pg.Client({ connectionString: made.adminUrl });
+    await admin.connect();
+    await admin.query("ALTER ROLE postgres PASSWORD 'postgres'");
+    await admin.end();
+    await made.stop();
+    rmSync(path.join(dir, 'replyflow-credentials.json'));
+
+    const adopted = await startEmbeddedPostgres({ dir, ephemeral: true });
+    try {
+      const stored = JSON.parse(readFileSync(path.join(dir, 'replyflow-credentials.json'), 'utf8')) as {
+        admin: string;
+      };
+      assert.notEqual(stored.admin, 'postgres');
+      const legacy = new pg.Client({ connectionString: adopted.adminUrl.replace(/:[^:@/]+@/, ':postgres@') });
+      await assert.rejects(legacy.connect(), /password authentication failed/);
+      await legacy.end().catch(() => {});
+      assert.equal(await refused(adopted.url, 'SELECT 1'), 'allowed');
+    } finally {
+      await adopted.stop();
+    }
   });
 
   describe('as root, from a clone other users cannot enter (mode 0700)', () => {
