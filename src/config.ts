@@ -97,8 +97,19 @@ const decryptionKeys = z
     return keys;
   });
 
+/** `true` / `false`, or unset (undefined) where the role decides (the sandbox). */
+const optionalFlag = z
+  .enum(['true', 'false'])
+  .optional()
+  .transform((v) => (v === undefined ? undefined : v === 'true'));
+
 export const configSchema = z.object({
   PORT: port.default(3000),
+  /**
+   * Address the receiver and the worker's metrics listen on. Loopback by default: nothing is reachable
+   * from the network until a deployment says so (the image sets 0.0.0.0).
+   */
+  HOST: z.string().min(1).default('127.0.0.1'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   REPLYFLOW_DATA_DIR: z.string().default('.data'),
   /** Unset → the launcher starts an embedded `temporal server start-dev`. */
@@ -151,10 +162,26 @@ export const configSchema = z.object({
   GITHUB_API_URL: z.url().default('https://api.github.com'),
   STRIPE_WEBHOOK_SECRET: optional,
   STANDARD_WEBHOOKS_SECRETS: standardWebhooksSecrets,
-  /** The sandbox (demo channel) signs its webhooks Standard-Webhooks style with this secret. */
-  SANDBOX_WEBHOOK_SECRET: z.string().default('whsec_cmVwbHlmbG93LXNhbmRib3gtZGV2LXNlY3JldA=='),
+  /**
+   * The sandbox (demo channel) signs its webhooks Standard-Webhooks style with this secret; unset,
+   * `replyflow start` generates one under the data dir (src/sandbox/settings.ts).
+   */
+  SANDBOX_WEBHOOK_SECRET: z
+    .string()
+    .regex(
+      /^whsec_[A-Za-z0-9+/]{24,}={0,2}$/,
+      'a Standard Webhooks secret: whsec_ and at least 18 bytes, base64',
+    )
+    .optional(),
+  /** The bearer token workers send to the sandbox target API; generated like SANDBOX_WEBHOOK_SECRET. */
+  SANDBOX_API_TOKEN: z.string().min(16, 'at least 16 characters (e.g. `openssl rand -hex 32`)').optional(),
   /** Where the worker reaches the sandbox target API; defaults to this receiver's own /sandbox/api. */
   SANDBOX_API_URL: url,
+  /** Serve the sandbox page (and the page's API) to clients other than this machine. */
+  SANDBOX_ALLOW_REMOTE: z
+    .enum(['true', 'false'])
+    .default('false')
+    .transform((v) => v === 'true'),
   /** Send attempts for retryable errors, and their total time budget. */
   SEND_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(8),
   SEND_MAX_ELAPSED: duration('1h'),
@@ -216,11 +243,11 @@ export const configSchema = z.object({
   REPLYFLOW_OPERATOR_TOKEN_FILE: optional,
   /** The codec server the CLI seals decisions and decodes results through; unset: `http://127.0.0.1:$PORT/codec`. */
   REPLYFLOW_CODEC_URL: url,
-  /** Set to `false` to disable the sandbox provider, page and target. */
-  SANDBOX_ENABLED: z
-    .enum(['true', 'false'])
-    .default('true')
-    .transform((v) => v === 'true'),
+  /**
+   * The sandbox provider, page and target. Unset: on for `replyflow start` (the local demo), off for
+   * `replyflow receiver` / `worker` (src/sandbox/settings.ts).
+   */
+  SANDBOX_ENABLED: optionalFlag,
 });
 
 export type Config = z.infer<typeof configSchema>;
@@ -244,4 +271,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`));
   }
   return parsed.data;
+}
+
+export interface SandboxSecrets {
+  /** Signs the page's messages (Standard Webhooks, `whsec_…`). */
+  webhookSecret: string;
+  /** What workers present to the sandbox target API (Authorization: Bearer). */
+  apiToken: string;
+}
+
+/** Thrown when the sandbox is switched on for a role that cannot generate its secrets. */
+export class SandboxSettingsError extends Error {
+  override name = 'SandboxSettingsError';
+}
+
+/** The sandbox's secrets when it is on (the config went through resolveSandbox), else undefined. */
+export function sandboxSecrets(config: Config): SandboxSecrets | undefined {
+  if (!config.SANDBOX_ENABLED) return undefined;
+  if (!config.SANDBOX_WEBHOOK_SECRET || !config.SANDBOX_API_TOKEN)
+    throw new SandboxSettingsError('the sandbox is on without SANDBOX_WEBHOOK_SECRET and SANDBOX_API_TOKEN');
+  return { webhookSecret: config.SANDBOX_WEBHOOK_SECRET, apiToken: config.SANDBOX_API_TOKEN };
 }

@@ -30,8 +30,23 @@ export const Failure = {
 
 export type FailureType = (typeof Failure)[keyof typeof Failure];
 
-/** The message of anything thrown. An activity's failure is described by its cause. */
+/**
+ * The message of anything thrown, followed by its causes' (at most five), joined by ": ": a wrapper
+ * (Temporal's client around the server's answer, ours around a library's error) says what failed,
+ * the cause says why. An activity's failure is described by its cause alone, and a cause that repeats
+ * the message before it is not said twice.
+ */
 export function errorMessage(err: unknown): string {
-  const cause = err instanceof ActivityFailure && err.cause ? err.cause : err;
-  return cause instanceof Error ? cause.message : String(cause);
+  const messages: string[] = [];
+  let e: unknown = err;
+  while (e !== undefined && e !== null && messages.length < 5) {
+    if (e instanceof ActivityFailure && e.cause) {
+      e = e.cause;
+      continue;
+    }
+    const message = e instanceof Error ? e.message : String(e);
+    if (message && message !== messages.at(-1)) messages.push(message);
+    e = e instanceof Error ? e.cause : undefined;
+  }
+  return messages.join(': ') || String(err);
 }

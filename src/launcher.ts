@@ -10,7 +10,9 @@ import { createPool, type Pool } from './db/pool';
 import { startEmbeddedPostgres } from './embedded/postgres';
 import { errorMessage } from './failures';
 import type { Logger } from './logger';
+import { reachableHostOf } from './ports';
 import { startReceiver } from './receiver';
+import { resolveSandbox } from './sandbox/settings';
 import { resolveEncryptionKey } from './temporal/client';
 import { CODEC_PATH } from './temporal/codec-server';
 import { startDevServer } from './temporal/dev-server';
@@ -19,11 +21,15 @@ import { startWorker } from './worker';
 export interface Running {
   urls: {
     receiver: string;
+    /** The address the receiver really listens on, `host:port`. */
+    receiverListening?: string;
     sandbox?: string;
     temporalUi?: string;
     /** Where operators sign in so that the Web UI shows decrypted payloads. */
     codecLogin?: string;
     workerMetrics?: string;
+    /** The address the worker's metrics really listen on, `host:port`. */
+    workerMetricsListening?: string;
     temporal: string;
     database: string;
   };
@@ -70,17 +76,26 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
   };
   try {
     mkdirSync(config.REPLYFLOW_DATA_DIR, { recursive: true });
+    // The sandbox is the local demo: on by default for `start` only, with secrets from the data dir.
+    const sandbox = resolveSandbox(config, { local: role === 'all' });
     let databaseUrl = config.DATABASE_URL;
-    if (!databaseUrl) {
+    let pool: Pool;
+    if (databaseUrl) {
+      pool = createPool(databaseUrl, config.DATABASE_POOL_SIZE);
+      stops.push({ name: 'database pool', ms: STOP_MS, stop: () => pool.end() });
+      await migrate(pool);
+    } else {
       if (role !== 'all')
         throw new Error(`replyflow ${role} needs DATABASE_URL (only \`replyflow start\` embeds PostgreSQL)`);
       const pg = await startEmbeddedPostgres({ dir: path.join(config.REPLYFLOW_DATA_DIR, 'postgres') });
       stops.push({ name: 'PostgreSQL', ms: STOP_MS, stop: () => pg.stop() });
+      // Migrations run as the superuser; the application connects as a role that owns no table.
+      const admin = createPool(pg.adminUrl, 1);
+      await migrate(admin).finally(() => admin.end());
       databaseUrl = pg.url;
+      pool = createPool(databaseUrl, config.DATABASE_POOL_SIZE);
+      stops.push({ name: 'database pool', ms: STOP_MS, stop: () => pool.end() });
     }
-    const pool: Pool = createPool(databaseUrl, config.DATABASE_POOL_SIZE);
-    stops.push({ name: 'database pool', ms: STOP_MS, stop: () => pool.end() });
-    await migrate(pool);
 
     let temporalAddress = config.TEMPORAL_ADDRESS;
     let temporalUi = config.TEMPORAL_UI_URL;
@@ -93,17 +108,25 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
         dbFile: path.join(config.REPLYFLOW_DATA_DIR, 'temporal.sqlite'),
         port: config.TEMPORAL_DEV_PORT,
         uiPort: config.TEMPORAL_UI_PORT,
-        uiCodecEndpoint: `http://127.0.0.1:${config.PORT}${CODEC_PATH}`,
+        uiCodecEndpoint: `${localReceiverUrl(config)}${CODEC_PATH}`,
         namespace: config.TEMPORAL_NAMESPACE,
       });
       stops.push({ name: 'Temporal dev server', ms: STOP_MS, stop: () => server.stop() });
       temporalAddress = server.address;
       temporalUi = server.uiUrl;
     }
-    const effective: Config = { ...config, TEMPORAL_UI_URL: temporalUi };
+    const effective: Config = {
+      ...config,
+      ...sandbox,
+      TEMPORAL_UI_URL: temporalUi,
+      // In one process the worker reaches the sandbox API on this receiver, wherever HOST binds it.
+      SANDBOX_API_URL:
+        config.SANDBOX_API_URL ?? (role === 'all' ? `${localReceiverUrl(config)}/sandbox/api` : undefined),
+    };
     const encryptionKey = resolveEncryptionKey(config, { create: role === 'all' });
 
     let workerMetrics: string | undefined;
+    let workerMetricsListening: string | undefined;
     if (role !== 'receiver') {
       const worker = await startWorker({
         config: effective,
@@ -114,6 +137,7 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
       });
       stops.push({ name: 'worker', ms: config.SEND_TIMEOUT + STOP_MS, stop: () => worker.stop() });
       workerMetrics = worker.metricsUrl;
+      workerMetricsListening = worker.metricsListening;
       failed = worker.running.then(
         () => Promise.reject(new Error('the worker stopped')),
         (err) => Promise.reject(new Error(`the worker stopped: ${errorMessage(err)}`)),
@@ -121,6 +145,7 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
       failed.catch(() => {}); // observed by callers that care (the CLI); never an unhandled rejection
     }
     let receiverUrl = '';
+    let receiverListening: string | undefined;
     if (role !== 'worker') {
       const receiver = await startReceiver({
         config: effective,
@@ -131,14 +156,17 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
       });
       stops.push({ name: 'receiver', ms: STOP_MS, stop: () => receiver.stop() });
       receiverUrl = receiver.url;
+      receiverListening = receiver.listening;
     }
     return {
       urls: {
         receiver: receiverUrl,
-        sandbox: receiverUrl && config.SANDBOX_ENABLED ? `${receiverUrl}/sandbox` : undefined,
+        receiverListening,
+        sandbox: receiverUrl && sandbox.SANDBOX_ENABLED ? `${receiverUrl}/sandbox` : undefined,
         temporalUi: temporalUi,
         codecLogin: receiverUrl ? `${receiverUrl}${CODEC_PATH}/login` : undefined,
         workerMetrics,
+        workerMetricsListening,
         temporal: temporalAddress,
         database: databaseUrl.replace(/\/\/[^@/]*@/, '//'),
       },
@@ -150,4 +178,9 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
     await stopAll();
     throw err;
   }
+}
+
+/** The receiver's URL from this machine, known before it listens (HOST=0.0.0.0 is reached on loopback). */
+function localReceiverUrl(config: Config): string {
+  return `http://${reachableHostOf(config.HOST)}:${config.PORT}`;
 }

@@ -15,6 +15,7 @@ import { createResponder } from './responders';
 import { loadRouteFile, planner, RouteFileError, routeTargetProblems } from './routes';
 import { createTargets } from './targets';
 import { connectionSecurity, keyring, payloadCodec } from './temporal/client';
+import { SearchAttributesMissingError, searchAttributeProblems } from './temporal/search-attributes';
 import { createWorkerMetrics, serveWorkerMetrics, type WorkerMetrics } from './worker-metrics';
 
 export const WORKFLOWS_PATH = path.resolve(__dirname, '..', 'workflows');
@@ -61,6 +62,8 @@ export interface WorkerHandle {
   running: Promise<void>;
   /** The worker's Prometheus endpoint, when WORKER_METRICS_PORT is not 0. */
   metricsUrl?: string;
+  /** The address the metrics endpoint really listens on, `host:port`. */
+  metricsListening?: string;
   stop(): Promise<void>;
 }
 
@@ -74,6 +77,21 @@ export interface WorkerSetup {
   workerOptions?: Partial<WorkerOptions>;
   /** Tests replace dependencies (targets pointing at fakes, a shorter policy). */
   deps?: Partial<ActivityDeps>;
+}
+
+/**
+ * Refuses to start on a namespace that lacks a search attribute the workflows set: they would fail
+ * every start and every update of their state. A namespace the list cannot be read from (no
+ * permission, say) is left to Worker.create, which fails on its own with Temporal's message.
+ */
+async function checkSearchAttributes(
+  connection: NativeConnection,
+  target: { address: string; namespace: string },
+): Promise<void> {
+  const problems = await searchAttributeProblems(connection.operatorService, target.namespace).catch(
+    () => [],
+  );
+  if (problems.length > 0) throw new SearchAttributesMissingError(problems, target);
 }
 
 /** Builds a worker without running it (tests drive it with `worker.runUntil`). */
@@ -91,6 +109,15 @@ export async function createWorker(
     address: options.temporalAddress,
     ...connectionSecurity(config),
   });
+  try {
+    await checkSearchAttributes(connection, {
+      address: options.temporalAddress,
+      namespace: config.TEMPORAL_NAMESPACE,
+    });
+  } catch (err) {
+    await connection.close();
+    throw err;
+  }
   const metrics = options.deps?.metrics ?? createWorkerMetrics(options.pool);
   const pool = options.deps?.pool ?? options.pool;
   const codec = payloadCodec(options.encryptionKey, keyring(config), { refuseUnencrypted: true });
@@ -150,7 +177,13 @@ export async function startWorker(options: WorkerSetup): Promise<WorkerHandle> {
   // own message, instead of leaving a created worker that holds the connection open.
   const metricsServer =
     metricsPort > 0
-      ? await serveWorkerMetrics({ port: metricsPort, metrics, sdkMetricsUrl, logger: options.logger })
+      ? await serveWorkerMetrics({
+          port: metricsPort,
+          host: options.config.HOST,
+          metrics,
+          sdkMetricsUrl,
+          logger: options.logger,
+        })
       : undefined;
   let worker: Worker;
   let connection: NativeConnection;
@@ -165,6 +198,7 @@ export async function startWorker(options: WorkerSetup): Promise<WorkerHandle> {
     worker,
     running,
     metricsUrl: metricsServer?.url,
+    metricsListening: metricsServer?.listening,
     async stop() {
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await running;

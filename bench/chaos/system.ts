@@ -1,7 +1,9 @@
 // The whole system as a deployment runs it, started by the chaos run and the system benchmark: a
 // Temporal dev server on a SQLite file and an embedded PostgreSQL (both restartable on the same port
 // and data), and `replyflow receiver` / `replyflow worker` as child processes that can be killed.
+
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import {
   chmodSync,
   closeSync,
@@ -26,7 +28,9 @@ import { type DevServer, startDevServer } from '../../src/temporal/dev-server';
 const { TaskQueueType, TaskQueueKind } = proto.api.enums.v1;
 const BIN = path.join(PROJECT_ROOT, 'bin', 'replyflow.js');
 
-export const SYSTEM_SECRET = 'whsec_cmVwbHlmbG93LWNoYW9zLXJ1bi1zZWNyZXQ=';
+export const SYSTEM_SECRET = `whsec_${randomBytes(24).toString('base64')}`;
+/** What the workers present to the sandbox target API on the receivers. */
+const SYSTEM_SANDBOX_TOKEN = randomBytes(24).toString('base64url');
 export const SYSTEM_ENCRYPTION_KEY = Buffer.alloc(32, 11).toString('base64');
 export const SYSTEM_TASK_QUEUE = 'replyflow';
 
@@ -138,8 +142,10 @@ export class System {
     this.temporal = temporal;
     this.postgresPort = Number(new URL(postgres.url).port);
     this.temporalPort = temporal.port;
+    // Migrations as the superuser; the roles connect as the application's role.
+    const admin = createPool(postgres.adminUrl, 1);
+    await migrate(admin).finally(() => admin.end());
     this.pool = createPool(postgres.url, 5);
-    await migrate(this.pool);
     this.client = await connectClient(this.temporalAddress, 'default', SYSTEM_ENCRYPTION_KEY);
     const ports = await Promise.all(Array.from({ length: this.options.receivers }, () => freePort()));
     this.receiverUrls = ports.map((port) => `http://127.0.0.1:${port}`);
@@ -164,7 +170,9 @@ export class System {
       REPLYFLOW_ENCRYPTION_KEY: SYSTEM_ENCRYPTION_KEY,
       REPLYFLOW_DATA_DIR: path.join(this.dir, 'data'),
       TEMPORAL_TASK_QUEUE: SYSTEM_TASK_QUEUE,
+      SANDBOX_ENABLED: 'true',
       SANDBOX_WEBHOOK_SECRET: SYSTEM_SECRET,
+      SANDBOX_API_TOKEN: SYSTEM_SANDBOX_TOKEN,
       SANDBOX_API_URL: this.sandboxApiUrl,
       // Several workers on one machine: none of them may claim the default metrics port.
       WORKER_METRICS_PORT: '0',

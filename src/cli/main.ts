@@ -20,6 +20,14 @@ No operator accounts yet, so nobody can decide held or failed work. Create them 
   npx replyflow operator add <another name> --roles approve     # a resend needs a second person's approval
 then \`npx replyflow login\` with the token, or sign in at the codec login above.`;
 
+/** What the banner adds when a server listens somewhere other than the URL it prints (HOST=0.0.0.0). */
+function listeningNote(url: string, listening: string | undefined): string {
+  if (!listening || new URL(url).host === listening) return '';
+  return listening.startsWith('0.0.0.0:') || listening.startsWith('[::]:')
+    ? `  listening on ${listening}: every interface`
+    : `  listening on ${listening}`;
+}
+
 function runRole(role: 'all' | 'receiver' | 'worker') {
   return async () => {
     let config: ReturnType<typeof loadConfig>;
@@ -37,18 +45,20 @@ function runRole(role: 'all' | 'receiver' | 'worker') {
     try {
       running = await launch(config, logger, role);
     } catch (err) {
+      // With its causes: a start Temporal refused says why only in the cause.
       console.error(`replyflow: ${errorMessage(err)}`);
       process.exit(1);
     }
     const { urls } = running;
     const lines = [
       urls.receiver &&
-        `  receiver      ${urls.receiver}  (POST /webhooks/<provider>, /healthz, /readyz, /metrics)`,
+        `  receiver      ${urls.receiver}  (POST /webhooks/<provider>, /healthz, /readyz, /metrics)${listeningNote(urls.receiver, urls.receiverListening)}`,
       urls.sandbox && `  sandbox page  ${urls.sandbox}`,
       urls.temporalUi && `  Temporal UI   ${urls.temporalUi}`,
       urls.codecLogin &&
         `  codec login   ${urls.codecLogin}  (operators sign in with their token to read payloads and decide in the UI)`,
-      urls.workerMetrics && `  worker        ${urls.workerMetrics}`,
+      urls.workerMetrics &&
+        `  worker        ${urls.workerMetrics}${listeningNote(urls.workerMetrics, urls.workerMetricsListening)}`,
       `  Temporal      ${urls.temporal}`,
       `  PostgreSQL    ${urls.database}`,
     ].filter(Boolean);

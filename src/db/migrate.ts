@@ -17,9 +17,15 @@ export async function migrate(pool: Pool): Promise<string[]> {
   const applied: string[] = [];
   try {
     await client.query('SELECT pg_advisory_lock($1)', [LOCK_ID]);
-    await client.query(
-      'CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())',
+    // Created only when missing: an application role without CREATE (the embedded PostgreSQL's) may
+    // run this to find nothing pending, and CREATE ... IF NOT EXISTS would still need the privilege.
+    const present = await client.query<{ present: boolean }>(
+      "SELECT to_regclass('schema_migrations') IS NOT NULL AS present",
     );
+    if (!present.rows[0]?.present)
+      await client.query(
+        'CREATE TABLE schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())',
+      );
     const done = new Set(
       (await client.query<{ version: string }>('SELECT version FROM schema_migrations')).rows.map(
         (r) => r.version,

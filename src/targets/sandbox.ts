@@ -9,8 +9,10 @@ import { type TargetAdapter, TargetError } from './types';
 /** How long a committed reply stays invisible to lookups in `sandbox-lookup` mode. */
 export const SANDBOX_CONSISTENCY_DELAY_MS = 2000;
 
-export function sandboxTarget(mode: SandboxMode, baseUrl: string): TargetAdapter {
+export function sandboxTarget(mode: SandboxMode, baseUrl: string, apiToken: string): TargetAdapter {
   const base = baseUrl.replace(/\/$/, '');
+  // The sandbox API serves workers only (src/sandbox/api.ts).
+  const authorization = `Bearer ${apiToken}`;
   const capabilities = {
     idempotencyKey: mode === 'sandbox',
     lookup: mode !== 'sandbox-blind',
@@ -24,7 +26,7 @@ export function sandboxTarget(mode: SandboxMode, baseUrl: string): TargetAdapter
       try {
         response = await fetch(`${base}/replies`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', 'idempotency-key': effectId },
+          headers: { 'content-type': 'application/json', 'idempotency-key': effectId, authorization },
           body: JSON.stringify({
             conversationId: step.destination.conversationId,
             text: body.text ?? '',
@@ -43,7 +45,10 @@ export function sandboxTarget(mode: SandboxMode, baseUrl: string): TargetAdapter
   };
   if (capabilities.lookup) {
     adapter.lookup = async ({ effectId, signal }) => {
-      const response = await fetch(`${base}/replies?reference=${encodeURIComponent(effectId)}`, { signal });
+      const response = await fetch(`${base}/replies?reference=${encodeURIComponent(effectId)}`, {
+        headers: { authorization },
+        signal,
+      });
       if (response.status === 404) return { found: false };
       if (!response.ok) throw new TargetError('retryable', `sandbox lookup failed (${response.status})`);
       const { id } = (await response.json()) as { id: number };

@@ -11,7 +11,14 @@ import type { handleEvent } from '../../workflows';
 import { eventually } from '../helpers/eventually';
 import { FakeTarget } from '../helpers/fake-target';
 import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { FAST_POLICY, sandboxEvent, startTestWorker, testConfig, uniqueId } from '../helpers/system';
+import {
+  FAST_POLICY,
+  sandboxEvent,
+  startTestWorker,
+  TEST_SANDBOX,
+  testConfig,
+  uniqueId,
+} from '../helpers/system';
 import { effectRows, startEvent, waitForState } from '../helpers/workflows';
 
 const BIN = path.resolve(__dirname, '..', '..', 'bin', 'replyflow.js');
@@ -48,6 +55,9 @@ describe('crash between the target accepting and the record (worker SIGKILLed)',
         DATABASE_URL: databaseUrl,
         TEMPORAL_TASK_QUEUE: config.TEMPORAL_TASK_QUEUE,
         SANDBOX_API_URL: fake.url,
+        SANDBOX_ENABLED: 'true',
+        SANDBOX_WEBHOOK_SECRET: TEST_SANDBOX.webhookSecret,
+        SANDBOX_API_TOKEN: TEST_SANDBOX.apiToken,
         REPLYFLOW_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
         SEND_TIMEOUT: '3s',
         TURN_GATHER: '0s',

@@ -14,7 +14,7 @@ import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import type { EventResult } from '../../workflows/handle-event';
 import { eventually } from '../helpers/eventually';
 import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { testConfig, uniqueId } from '../helpers/system';
+import { TEST_SANDBOX, uniqueId } from '../helpers/system';
 import { effectRows } from '../helpers/workflows';
 
 const { TaskQueueType, TaskQueueKind } = temporal.api.enums.v1;
@@ -66,7 +66,7 @@ async function until(what: string, roles: RoleProcess[], probe: () => Promise<bo
 describe('two receivers and two workers as separate processes (one dev server, one PostgreSQL)', function () {
   this.timeout(300_000);
   const taskQueue = uniqueId('q-multi-');
-  const secret = testConfig().SANDBOX_WEBHOOK_SECRET;
+  const secret = TEST_SANDBOX.webhookSecret;
   let receivers: RoleProcess[] = [];
   let workers: RoleProcess[] = [];
   let receiverUrls: string[] = [];
@@ -85,7 +85,9 @@ describe('two receivers and two workers as separate processes (one dev server, o
       REPLYFLOW_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
       REPLYFLOW_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'replyflow-multi-')),
       TEMPORAL_TASK_QUEUE: taskQueue,
+      SANDBOX_ENABLED: 'true',
       SANDBOX_WEBHOOK_SECRET: secret,
+      SANDBOX_API_TOKEN: TEST_SANDBOX.apiToken,
       // Four processes share two cores with the servers: give durable starts room before a 503.
       WEBHOOK_START_DEADLINE_MS: '15000',
       LOG_LEVEL: 'error',

@@ -68,7 +68,7 @@ describe('receiver: durable before 2xx (own dev server, stopped and restarted)',
     }
     assert.deepEqual(await ready(), {
       status: 503,
-      body: { status: 'unavailable', checks: { temporal: 'down', postgres: 'up' } },
+      body: { status: 'unavailable', checks: { temporal: 'down', postgres: 'up', searchAttributes: 'down' } },
     });
 
     server = await startDevServer({ port, dbFile });

@@ -14,7 +14,7 @@ import { FakeTarget } from '../helpers/fake-target';
 import { operatorDecides } from '../helpers/operators';
 import { counterValue } from '../helpers/receiver';
 import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { sandboxEvent, uniqueId } from '../helpers/system';
+import { sandboxEvent, TEST_SANDBOX, uniqueId } from '../helpers/system';
 import { startEvent, waitForState } from '../helpers/workflows';
 
 const PROJECT_ROOT = path.resolve(__dirname, '..', '..');
@@ -62,6 +62,9 @@ describe('worker metrics: our metrics and the Temporal SDK runtime metrics on WO
       TEMPORAL_TASK_QUEUE: taskQueue,
       WORKER_METRICS_PORT: String(port),
       SANDBOX_API_URL: fake.url,
+      SANDBOX_ENABLED: 'true',
+      SANDBOX_WEBHOOK_SECRET: TEST_SANDBOX.webhookSecret,
+      SANDBOX_API_TOKEN: TEST_SANDBOX.apiToken,
       LOG_LEVEL: 'silent',
       REPLYFLOW_SDK_LOG_LEVEL: 'ERROR',
     };
