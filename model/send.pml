@@ -4,6 +4,11 @@
  * succeeded, held, failed or discarded. Names mirror the code; each part says which function it models.
  * `npm run model` (scripts/model.sh) runs the checks; docs/architecture.md says what they prove.
  *
+ * Not modelled, because it reads the row and writes nothing: before takeLease, a send attempt may wait
+ * out the conversation's gather window and answer `wait` when an earlier send of its conversation is
+ * pending; the workflow then runs the send activity again later, exactly as after a retry that found
+ * the row `claimed`. An attempt that stalls there is an attempt that stalls before takeLease.
+ *
  * Variants that must fail, so that the check can fail: NO_LEASE (send-no-lease.pml) drops the lease
  * check before the write; UNCHECKED_REPROCESS is the effects code before the fix that the model found, where
  * a spent retry budget recorded `failed` over a `sending` row and prepareResend moved a row back to
