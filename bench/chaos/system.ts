@@ -41,6 +41,8 @@ export interface SystemOptions {
   env?: Record<string, string>;
   /** Settings for workers only (e.g. concurrency limits under test). */
   workerEnv?: Record<string, string>;
+  /** Node.js options for workers only, e.g. `--cpu-prof` to profile them (NODE_OPTIONS refuses it). */
+  workerNodeArgs?: string[];
   /**
    * Where the dev server keeps its state: a SQLite file as `npm start` runs it (the default), or memory,
    * which shows the server without its disk (the benchmark's bound). restartTemporal needs the file.
@@ -185,7 +187,8 @@ export class System {
   private spawnRole(role: RoleProcess['role'], slot: number, env: Record<string, string> = {}): RoleProcess {
     const logFile = path.join(this.dir, 'logs', `${role}-${slot}-${Date.now()}.log`);
     const fd = openSync(logFile, 'a');
-    const child = spawn(process.execPath, [BIN, role], {
+    const nodeArgs = role === 'worker' ? (this.options.workerNodeArgs ?? []) : [];
+    const child = spawn(process.execPath, [...nodeArgs, BIN, role], {
       cwd: PROJECT_ROOT,
       env: { ...this.roleEnv(), ...env },
       stdio: ['ignore', fd, fd],
