@@ -15,6 +15,7 @@ import { temporal } from '@temporalio/proto';
 import type { SandboxMode } from '../src/model';
 import { sandboxProvider } from '../src/providers/sandbox';
 import { signStandardWebhook } from '../src/providers/standard-webhooks';
+import type { InboundEvent } from '../src/providers/types';
 import { eventStartOptions } from '../src/receiver/start-event';
 import { connectClient } from '../src/temporal/client';
 import { DEV_SQLITE_PRAGMAS, startDevServer } from '../src/temporal/dev-server';
@@ -108,6 +109,20 @@ function message(
   return { eventId, body };
 }
 
+/** A sandbox event as the receiver would start it, for raw starts that bypass the receiver. */
+function rawEvent(): InboundEvent {
+  const { eventId, body } = message(`raw${randomUUID().slice(0, 12)}`);
+  const parsed = sandboxProvider(SYSTEM_SECRET).parse({
+    rawBody: Buffer.from(body),
+    headers: signStandardWebhook(SYSTEM_SECRET, eventId, body),
+    params: {},
+    receivedAt: new Date(),
+    correlationId: randomUUID(),
+  });
+  if (parsed.kind !== 'events') throw new Error('the sandbox provider did not produce an event');
+  return parsed.events[0]!;
+}
+
 /** `count` messages over `conversations` conversations, each conversation's in source order. */
 function spread(prefix: string, count: number, conversations: number) {
   const ids = Array.from({ length: conversations }, () => `${prefix}${randomUUID().slice(0, 12)}`);
@@ -128,30 +143,17 @@ async function rawStartsWithPragmas(pragmas: string[], count: number) {
   });
   const temporal = await connectClient(server.address, 'default', Buffer.alloc(32, 1).toString('base64'));
   try {
-    const provider = sandboxProvider(SYSTEM_SECRET);
+    const events = Array.from({ length: count }, rawEvent);
     const latencies: number[] = [];
     const began = performance.now();
-    await inLanes(
-      Array.from({ length: count }, (_, i) => i),
-      8,
-      async () => {
-        const { eventId, body } = message(`raw${randomUUID().slice(0, 12)}`);
-        const parsed = provider.parse({
-          rawBody: Buffer.from(body),
-          headers: signStandardWebhook(SYSTEM_SECRET, eventId, body),
-          params: {},
-          receivedAt: new Date(),
-          correlationId: randomUUID(),
-        });
-        if (parsed.kind !== 'events') throw new Error('the sandbox provider did not produce an event');
-        const t = performance.now();
-        await temporal.client.workflow.start<typeof handleEvent>(
-          'handleEvent',
-          eventStartOptions(parsed.events[0]!, 'bench-pragmas'),
-        );
-        latencies.push(performance.now() - t);
-      },
-    );
+    await inLanes(events, 8, async (event) => {
+      const t = performance.now();
+      await temporal.client.workflow.start<typeof handleEvent>(
+        'handleEvent',
+        eventStartOptions(event, 'bench-pragmas'),
+      );
+      latencies.push(performance.now() - t);
+    });
     latencies.sort((a, b) => a - b);
     return { perSecond: count / ((performance.now() - began) / 1000), p50: percentile(latencies, 50) };
   } finally {
@@ -281,6 +283,8 @@ class Bench {
         }),
       };
       await this.deliver(close.eventId, close.body);
+      // The close must be applied before the late message arrives, or the message is not late.
+      await this.system.client.client.workflow.getHandle(`webhook:sandbox:${close.eventId}`).result();
       const late = message(closed);
       await this.deliver(late.eventId, late.body);
       paths.stale!.push(`webhook:sandbox:${late.eventId}`);
@@ -331,19 +335,7 @@ class Bench {
     count: number,
     concurrency: number,
   ): Promise<{ perSecond: number; p50: number; p99: number }> {
-    const provider = sandboxProvider(SYSTEM_SECRET);
-    const events = Array.from({ length: count }, () => {
-      const { eventId, body } = message(`raw${randomUUID().slice(0, 12)}`);
-      const parsed = provider.parse({
-        rawBody: Buffer.from(body),
-        headers: signStandardWebhook(SYSTEM_SECRET, eventId, body),
-        params: {},
-        receivedAt: new Date(),
-        correlationId: randomUUID(),
-      });
-      if (parsed.kind !== 'events') throw new Error('the sandbox provider did not produce an event');
-      return parsed.events[0]!;
-    });
+    const events = Array.from({ length: count }, rawEvent);
     const latencies: number[] = [];
     const began = performance.now();
     await inLanes(events, concurrency, async (event) => {

@@ -162,7 +162,10 @@ export class EffectAttempt {
     gatherUntil: string | undefined,
   ): Promise<Sent> {
     const { run } = this;
-    run.setState('processing');
+    // Runs with one-task sends show `processing` in the status query only: the search attributes
+    // change with how the send ends (one upsert, not two, on the happy path).
+    if (this.oneTaskSends) run.state = 'processing';
+    else run.setState('processing');
     const outcome = await this.attemptInTurn(send, ctx, body, gatherUntil);
     run.details.attempts = outcome.attempts;
     if (outcome.result === 'succeeded') {

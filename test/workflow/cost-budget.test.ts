@@ -20,8 +20,9 @@ const BUDGET: Record<string, Partial<HistoryCost> & { transactions: number }> = 
     signalsReceived: 0,
     timers: 0,
     starts: 1,
-    // Ours (processing, then succeeded) and the SDK's TemporalChangeVersion for the one patch.
-    upserts: 3,
+    // The SDK's TemporalChangeVersion for the one patch (first task), then ours with the outcome:
+    // one per workflow task.
+    upserts: 2,
     transactions: 4,
   },
   duplicate: { workflowTasks: 1, activityTasks: 0, signalsSent: 0, timers: 0, upserts: 2, transactions: 2 },
