@@ -3,7 +3,7 @@
 // Everything else reads rows; nothing else writes `status`. The activities (activities/send.ts,
 // activities/effects.ts) turn what these steps report into Temporal outcomes.
 import type { ClaimInput, EffectStatus } from '../model';
-import type { Pool } from './pool';
+import { type Pool, withClient } from './pool';
 
 /**
  * The allowed transitions, one row per step. `succeeded` is evidence and may land late from any open
@@ -142,80 +142,85 @@ export function createEffectsRepository(pool: Pool) {
       leaseMs: number,
       resendSafe: (attempt: number) => boolean,
     ): Promise<LeaseResult> {
-      const client = await pool.connect();
-      try {
-        await client.query('BEGIN');
-        const { rows } = await client.query<{
-          status: EffectStatus;
-          attempts: number;
-          external_id: string | null;
-          leased: boolean;
-          lease_expires_at: Date | null;
-        }>(
-          'SELECT status, attempts, external_id, lease_expires_at, lease_expires_at > now() AS leased FROM effects WHERE id = $1 FOR UPDATE',
-          [effectId],
-        );
-        const row = rows[0];
-        if (!row) {
-          await client.query('ROLLBACK');
-          return { kind: 'missing' };
-        }
-        const unknown = (reason: string): LeaseResult => ({
-          kind: 'unknown',
-          reason,
-          leaseExpiresAt: row.lease_expires_at ?? new Date(),
-          attempts: row.attempts,
-        });
-        switch (row.status) {
-          case 'succeeded':
-            await client.query('COMMIT');
-            return { kind: 'succeeded', externalId: row.external_id ?? '', attempts: row.attempts };
-          case 'sending':
-            if (row.leased) {
-              // A previous attempt may still be running (a stalled worker): wait for its lease to end.
-              await client.query('ROLLBACK');
-              return {
-                kind: 'lease-held',
-                leftMs: Math.max((row.lease_expires_at?.getTime() ?? Date.now()) - Date.now(), 0),
-              };
-            }
-            if (!resendSafe(row.attempts)) {
-              // The earlier attempt may have reached the target: its outcome is unknown.
-              await client.query(
-                `UPDATE effects SET status = '${EFFECT_STEPS.judgeUnknown.to}', updated_at = now() WHERE id = $1`,
-                [effectId],
-              );
-              await client.query('COMMIT');
-              return unknown('an earlier attempt ended without recording its result: it may have been sent');
-            }
-            break;
-          case 'unknown':
-            if (!resendSafe(row.attempts)) {
-              await client.query('COMMIT');
-              return unknown('the outcome of an earlier attempt is unknown');
-            }
-            break;
-          case 'claimed':
-          case 'retry_wait':
-            break;
-          default:
+      return withClient(pool, async (client) => {
+        try {
+          await client.query('BEGIN');
+          const { rows } = await client.query<{
+            status: EffectStatus;
+            attempts: number;
+            external_id: string | null;
+            leased: boolean;
+            lease_expires_at: Date | null;
+          }>(
+            'SELECT status, attempts, external_id, lease_expires_at, lease_expires_at > now() AS leased FROM effects WHERE id = $1 FOR UPDATE',
+            [effectId],
+          );
+          const row = rows[0];
+          if (!row) {
             await client.query('ROLLBACK');
-            return { kind: 'not-sendable', status: row.status };
-        }
-        const taken = await client.query<{ attempts: number; lease_expires_at: Date }>(
-          `UPDATE effects SET status = '${EFFECT_STEPS.takeLease.to}', attempts = attempts + 1, lease_attempt = attempts + 1,
+            return { kind: 'missing' };
+          }
+          const unknown = (reason: string): LeaseResult => ({
+            kind: 'unknown',
+            reason,
+            leaseExpiresAt: row.lease_expires_at ?? new Date(),
+            attempts: row.attempts,
+          });
+          switch (row.status) {
+            case 'succeeded':
+              await client.query('COMMIT');
+              return { kind: 'succeeded', externalId: row.external_id ?? '', attempts: row.attempts };
+            case 'sending':
+              if (row.leased) {
+                // A previous attempt may still be running (a stalled worker): wait for its lease to end.
+                await client.query('ROLLBACK');
+                return {
+                  kind: 'lease-held',
+                  leftMs: Math.max((row.lease_expires_at?.getTime() ?? Date.now()) - Date.now(), 0),
+                };
+              }
+              if (!resendSafe(row.attempts)) {
+                // The earlier attempt may have reached the target: its outcome is unknown.
+                await client.query(
+                  `UPDATE effects SET status = '${EFFECT_STEPS.judgeUnknown.to}', updated_at = now() WHERE id = $1`,
+                  [effectId],
+                );
+                await client.query('COMMIT');
+                return unknown(
+                  'an earlier attempt ended without recording its result: it may have been sent',
+                );
+              }
+              break;
+            case 'unknown':
+              if (!resendSafe(row.attempts)) {
+                await client.query('COMMIT');
+                return unknown('the outcome of an earlier attempt is unknown');
+              }
+              break;
+            case 'claimed':
+            case 'retry_wait':
+              break;
+            default:
+              await client.query('ROLLBACK');
+              return { kind: 'not-sendable', status: row.status };
+          }
+          const taken = await client.query<{ attempts: number; lease_expires_at: Date }>(
+            `UPDATE effects SET status = '${EFFECT_STEPS.takeLease.to}', attempts = attempts + 1, lease_attempt = attempts + 1,
                   lease_expires_at = now() + $2 * interval '1 millisecond', next_attempt_at = NULL, updated_at = now()
             WHERE id = $1 RETURNING attempts, lease_expires_at`,
-          [effectId, leaseMs],
-        );
-        await client.query('COMMIT');
-        return { kind: 'lease', token: taken.rows[0]!.attempts, expiresAt: taken.rows[0]!.lease_expires_at };
-      } catch (err) {
-        await client.query('ROLLBACK').catch(() => {});
-        throw err;
-      } finally {
-        client.release();
-      }
+            [effectId, leaseMs],
+          );
+          await client.query('COMMIT');
+          return {
+            kind: 'lease',
+            token: taken.rows[0]!.attempts,
+            expiresAt: taken.rows[0]!.lease_expires_at,
+          };
+        } catch (err) {
+          await client.query('ROLLBACK').catch(() => {});
+          throw err;
+        }
+      });
     },
 
     /** Checks the lease: ms left on PostgreSQL's clock, or 0 when this attempt no longer owns it. */

@@ -1,7 +1,7 @@
 // Retention for what PostgreSQL holds of messages: payload references and ciphertext older than a
 // window are dropped; identifiers and outcomes stay, so a late redelivery is still a duplicate.
 // Temporal's copy (ciphertext in history) goes with the namespace's retention, not here.
-import type { Pool } from '../db/pool';
+import { type Pool, withClient } from '../db/pool';
 import { OperatorInputError } from './errors';
 
 /** Stripe retries live events for up to 3 days; GitHub redelivers by hand within 3 days (PROVIDERS.md). */
@@ -31,34 +31,33 @@ export async function purge(
   options: { olderThanMs: number; dryRun: boolean },
 ): Promise<PurgeReport> {
   checkPurgeWindow(options.olderThanMs);
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
-    // PostgreSQL's clock, like every other time the ledger records.
-    const { rows } = await client.query<{ cutoff: Date }>(
-      `SELECT now() - $1 * interval '1 millisecond' AS cutoff`,
-      [options.olderThanMs],
-    );
-    const cutoff = rows[0]!.cutoff;
-    const events = options.dryRun
-      ? 'SELECT count(*)::int AS n FROM events WHERE received_at < $1 AND payload_ref IS NOT NULL'
-      : 'WITH p AS (UPDATE events SET payload_ref = NULL WHERE received_at < $1 AND payload_ref IS NOT NULL RETURNING 1) SELECT count(*)::int AS n FROM p';
-    const sandbox = options.dryRun
-      ? `SELECT count(*)::int AS n FROM sandbox_messages WHERE created_at < $1 AND text <> ''`
-      : `WITH p AS (UPDATE sandbox_messages SET text = '' WHERE created_at < $1 AND text <> '' RETURNING 1) SELECT count(*)::int AS n FROM p`;
-    const purgedEvents = await client.query<{ n: number }>(events, [cutoff]);
-    const purgedSandbox = await client.query<{ n: number }>(sandbox, [cutoff]);
-    await client.query(options.dryRun ? 'ROLLBACK' : 'COMMIT');
-    return {
-      cutoff: cutoff.toISOString(),
-      dryRun: options.dryRun,
-      events: purgedEvents.rows[0]!.n,
-      sandboxMessages: purgedSandbox.rows[0]!.n,
-    };
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => {});
-    throw err;
-  } finally {
-    client.release();
-  }
+  return withClient(pool, async (client) => {
+    try {
+      await client.query('BEGIN');
+      // PostgreSQL's clock, like every other time the ledger records.
+      const { rows } = await client.query<{ cutoff: Date }>(
+        `SELECT now() - $1 * interval '1 millisecond' AS cutoff`,
+        [options.olderThanMs],
+      );
+      const cutoff = rows[0]!.cutoff;
+      const events = options.dryRun
+        ? 'SELECT count(*)::int AS n FROM events WHERE received_at < $1 AND payload_ref IS NOT NULL'
+        : 'WITH p AS (UPDATE events SET payload_ref = NULL WHERE received_at < $1 AND payload_ref IS NOT NULL RETURNING 1) SELECT count(*)::int AS n FROM p';
+      const sandbox = options.dryRun
+        ? `SELECT count(*)::int AS n FROM sandbox_messages WHERE created_at < $1 AND text <> ''`
+        : `WITH p AS (UPDATE sandbox_messages SET text = '' WHERE created_at < $1 AND text <> '' RETURNING 1) SELECT count(*)::int AS n FROM p`;
+      const purgedEvents = await client.query<{ n: number }>(events, [cutoff]);
+      const purgedSandbox = await client.query<{ n: number }>(sandbox, [cutoff]);
+      await client.query(options.dryRun ? 'ROLLBACK' : 'COMMIT');
+      return {
+        cutoff: cutoff.toISOString(),
+        dryRun: options.dryRun,
+        events: purgedEvents.rows[0]!.n,
+        sandboxMessages: purgedSandbox.rows[0]!.n,
+      };
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw err;
+    }
+  });
 }
