@@ -3,9 +3,10 @@
 // everything is and stops everything on Ctrl-C.
 import { chmodSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { type EmbeddedPostgres, startEmbeddedPostgres } from '../embedded/postgres';
+import type { EmbeddedPostgres } from '../embedded/postgres';
 import { type Cluster, startCluster, type TemporalDatabase, temporalDatabaseFromUrl } from './cluster';
 import { installTemporalServer, TEMPORAL_SERVER_VERSION } from './install';
+import { startClusterPostgres } from './postgres';
 
 export interface ClusterCommandOptions {
   /** The frontend port clients use (the balancer). */
@@ -50,7 +51,7 @@ export async function startClusterCommand(
     // As root, PostgreSQL runs as its own user and must reach its data directory.
     chmodSync(dir, 0o755);
     log(`starting the embedded PostgreSQL (data in ${path.join(dir, 'postgres')})`);
-    postgres = await startEmbeddedPostgres({ dir: path.join(dir, 'postgres') });
+    postgres = await startClusterPostgres(path.join(dir, 'postgres'));
     database = temporalDatabaseFromUrl(postgres.url);
     databaseLabel = `${withoutPassword(postgres.url).replace(/\/[^/]*$/, '')} (embedded)`;
   }
