@@ -30,6 +30,7 @@ function options(): ChaosOptions {
       receivers: { type: 'string', default: String(d.receivers) },
       workers: { type: 'string', default: String(d.workers) },
       'send-timeout': { type: 'string', default: d.sendTimeout },
+      'start-deadline': { type: 'string', default: `${d.startDeadlineMs}ms` },
       'faults-per-kind': { type: 'string', default: String(d.faultsPerKind) },
       'inflight-kills': { type: 'string', default: String(d.inflightKills) },
       'kill-every': { type: 'string', default: `${d.killEveryMs / 1000}s` },
@@ -38,6 +39,7 @@ function options(): ChaosOptions {
       'no-temporal-restart': { type: 'boolean', default: false },
       'no-postgres-restart': { type: 'boolean', default: false },
       down: { type: 'string', default: `${d.downMs}ms` },
+      'disrupt-at': { type: 'string' },
       'quiet-timeout': { type: 'string', default: `${d.quietTimeoutMs / 60_000}m` },
       seed: { type: 'string' },
       keep: { type: 'boolean', default: false },
@@ -47,9 +49,10 @@ function options(): ChaosOptions {
   if (values.help) {
     console.log(
       'npm run chaos -- [--events N] [--dup N] [--same-message SHARE] [--rate PER_S] [--later-max 120s]\n' +
-        '  [--receivers N] [--workers N] [--send-timeout 10s] [--faults-per-kind N] [--inflight-kills N]\n' +
-        '  [--kill-every 20s|0s] [--server dev-server|cluster] [--temporal-fault restart|kill-node|rolling-restart|none]\n' +
-        '  [--no-temporal-restart] [--no-postgres-restart] [--down 3000ms]\n' +
+        '  [--receivers N] [--workers N] [--send-timeout 10s] [--start-deadline 1500ms] [--faults-per-kind N]\n' +
+        '  [--inflight-kills N] [--kill-every 20s|0s] [--server dev-server|cluster]\n' +
+        '  [--temporal-fault restart|kill-node|rolling-restart|none]' +
+        ' [--no-temporal-restart] [--no-postgres-restart] [--down 3000ms] [--disrupt-at 20s]\n' +
         '  [--quiet-timeout 20m] [--seed N] [--keep]',
     );
     process.exit(0);
@@ -85,10 +88,13 @@ function options(): ChaosOptions {
     receivers: count('receivers', values.receivers, 1),
     workers: count('workers', values.workers, 2),
     sendTimeout: values['send-timeout'],
+    startDeadlineMs: duration('start-deadline', values['start-deadline']),
     faultsPerKind: count('faults-per-kind', values['faults-per-kind'], 0),
     inflightKills: count('inflight-kills', values['inflight-kills'], 0),
     killEveryMs: duration('kill-every', values['kill-every']),
     temporalFault,
+    disruptAtMs:
+      values['disrupt-at'] === undefined ? undefined : duration('disrupt-at', values['disrupt-at']),
     restartPostgres: !values['no-postgres-restart'],
     downMs: duration('down', values.down),
     quietTimeoutMs: duration('quiet-timeout', values['quiet-timeout']),

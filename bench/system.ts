@@ -1,6 +1,7 @@
 // The system benchmark (`npm run bench`, after bench/receiver.ts): the whole system as a deployment
 // runs it (embedded PostgreSQL, a Temporal dev server on SQLite, a receiver and two workers as
-// processes, the sandbox target) measured against the limit of the same server, raw `workflow.start`:
+// processes, the sandbox target; with `--server cluster` then again on a two-node cluster of Temporal's
+// own server on PostgreSQL) measured against the limit of the same server, raw `workflow.start`:
 // end-to-end latency from webhook to the target's receipt unloaded and at half the maximum
 // throughput, a duplicate storm, and worker memory with held workflows waiting. CPU per event is
 // split by process, which shows where the time goes.
@@ -12,7 +13,7 @@ import { signStandardWebhook } from '../src/providers/standard-webhooks';
 import { eventStartOptions } from '../src/receiver/start-event';
 import type { SandboxMode } from '../src/targets/sandbox';
 import type { handleEvent } from '../workflows';
-import { rssMiB, SYSTEM_SECRET, System } from './chaos/system';
+import { rssMiB, SYSTEM_SECRET, System, type TemporalServerKind } from './chaos/system';
 
 interface Options {
   raw: number;
@@ -24,6 +25,8 @@ interface Options {
   copies: number;
   held: number;
   store: 'file' | 'memory';
+  /** The servers to measure, one after the other in this run. */
+  servers: TemporalServerKind[];
 }
 
 function options(): Options {
@@ -38,8 +41,13 @@ function options(): Options {
       copies: { type: 'string', default: '10' },
       held: { type: 'string', default: '1000' },
       store: { type: 'string', default: 'file' },
+      server: { type: 'string', default: 'dev-server' },
     },
   });
+  if (values.server !== 'dev-server' && values.server !== 'cluster') {
+    console.error('--server must be dev-server, or cluster (measured beside the dev server in the same run)');
+    process.exit(2);
+  }
   if (values.store !== 'file' && values.store !== 'memory') {
     console.error('--store must be file (SQLite, as npm start runs it) or memory');
     process.exit(2);
@@ -54,6 +62,7 @@ function options(): Options {
     copies: Number(values.copies),
     held: Number(values.held),
     store: values.store,
+    servers: values.server === 'cluster' ? ['dev-server', 'cluster'] : ['dev-server'],
   };
 }
 
@@ -289,18 +298,13 @@ class Bench {
 
 const fixed = (n: number, digits = 0) => n.toFixed(digits);
 
-async function main(): Promise<void> {
-  const opts = options();
-  console.log(
-    `machine: ${os.cpus().length} CPUs (${os.cpus()[0]?.model}), ${fixed(os.totalmem() / 2 ** 30, 1)} GiB, node ${process.version}, load average ${os
-      .loadavg()
-      .map((l) => l.toFixed(1))
-      .join(' ')}`,
-  );
-  console.log(`Temporal dev server store: ${opts.store}`);
-  const system = await System.start({ receivers: 1, workers: 2, temporalStore: opts.store });
+type Row = [name: string, value: string, ratio: string];
+
+/** Every figure of one server, the limit first. */
+async function measure(opts: Options, server: TemporalServerKind): Promise<Row[]> {
+  const system = await System.start({ receivers: 1, workers: 2, temporalStore: opts.store, server });
   const bench = new Bench(system);
-  const rows: [string, string, string][] = [];
+  const rows: Row[] = [];
   const cpuPerEvent = (before: ReturnType<System['cpuMs']>, events: number) => {
     const after = system.cpuMs();
     return (Object.keys(after) as (keyof typeof after)[])
@@ -308,7 +312,9 @@ async function main(): Promise<void> {
       .join(', ');
   };
   try {
-    console.log(`raw workflow.start × ${opts.raw} at concurrency ${opts.concurrency} (the limit)…`);
+    console.log(
+      `[${server}] raw workflow.start × ${opts.raw} at concurrency ${opts.concurrency} (the limit)…`,
+    );
     const limit = await bench.rawStarts(opts.raw, opts.concurrency);
     rows.push([
       'raw workflow.start (the limit)',
@@ -316,7 +322,7 @@ async function main(): Promise<void> {
       '1.00',
     ]);
 
-    console.log(`end-to-end, unloaded: ${opts.unloaded} events one at a time…`);
+    console.log(`[${server}] end-to-end, unloaded: ${opts.unloaded} events one at a time…`);
     const unloaded = await bench.unloaded(opts.unloaded);
     rows.push([
       'end-to-end latency, unloaded',
@@ -324,7 +330,7 @@ async function main(): Promise<void> {
       '',
     ]);
 
-    console.log(`end-to-end, maximum: a burst of ${opts.burst} events…`);
+    console.log(`[${server}] end-to-end, maximum: a burst of ${opts.burst} events…`);
     let cpu = system.cpuMs();
     const burst = await bench.burst(opts.burst, opts.concurrency);
     const burstCpu = cpuPerEvent(cpu, opts.burst);
@@ -336,15 +342,15 @@ async function main(): Promise<void> {
     rows.push(['CPU ms per event (burst)', burstCpu, '']);
 
     const half = burst.completedPerSecond / 2;
-    console.log(`end-to-end at ${fixed(half, 1)} events/s for ${opts.halfSeconds} s…`);
+    console.log(`[${server}] end-to-end at ${fixed(half, 1)} events/s for ${opts.halfSeconds} s…`);
     const paced = await bench.paced(half, opts.halfSeconds);
     rows.push([
-      `end-to-end latency at 50 % (${fixed(half, 1)} events/s)`,
-      `p50 ${fixed(paced.p50)} ms, p99 ${fixed(paced.p99)} ms (kept up: ${fixed(paced.completedPerSecond, 1)} /s)`,
+      'end-to-end latency at 50 % of the maximum',
+      `p50 ${fixed(paced.p50)} ms, p99 ${fixed(paced.p99)} ms at ${fixed(half, 1)} events/s (kept up: ${fixed(paced.completedPerSecond, 1)} /s)`,
       fixed(half / limit.perSecond, 3),
     ]);
 
-    console.log(`duplicate storm: ${opts.storm} events × ${opts.copies} concurrent copies…`);
+    console.log(`[${server}] duplicate storm: ${opts.storm} events × ${opts.copies} concurrent copies…`);
     cpu = system.cpuMs();
     const storm = await bench.storm(opts.storm, opts.copies, Math.max(1, Math.floor(100 / opts.copies)));
     rows.push([
@@ -359,23 +365,38 @@ async function main(): Promise<void> {
     ]);
     rows.push(['CPU ms per event (storm)', cpuPerEvent(cpu, opts.storm), '']);
 
-    console.log(`worker memory: ${opts.held} held workflows on one worker…`);
+    console.log(`[${server}] worker memory: ${opts.held} held workflows on one worker…`);
     await system.stopWorker(1);
     const memory = await bench.heldMemory(opts.held);
     rows.push([
-      `worker RSS with ${memory.held} held workflows waiting`,
-      `${fixed(memory.heldMiB)} MiB (before: ${fixed(memory.baselineMiB)} MiB, ${fixed(((memory.heldMiB - memory.baselineMiB) * 1024) / Math.max(memory.held, 1))} KiB per held)`,
+      'worker RSS with held workflows waiting',
+      `${fixed(memory.heldMiB)} MiB with ${memory.held} held (before: ${fixed(memory.baselineMiB)} MiB, ${fixed(((memory.heldMiB - memory.baselineMiB) * 1024) / Math.max(memory.held, 1))} KiB per held)`,
       '',
     ]);
   } finally {
     await system.stop();
     system.remove();
   }
-  const width = Math.max(...rows.map(([name]) => name.length));
-  const valueWidth = Math.max(...rows.map(([, value]) => value.length));
-  console.log(`\n${'figure'.padEnd(width)}  ${'value'.padEnd(valueWidth)}  ÷ limit`);
-  for (const [name, value, ratio] of rows)
-    console.log(`${name.padEnd(width)}  ${value.padEnd(valueWidth)}  ${ratio}`);
+  return rows;
+}
+
+async function main(): Promise<void> {
+  const opts = options();
+  console.log(
+    `machine: ${os.cpus().length} CPUs (${os.cpus()[0]?.model}), ${fixed(os.totalmem() / 2 ** 30, 1)} GiB, node ${process.version}, load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}`,
+  );
+  console.log(`Temporal dev server store: ${opts.store}; servers: ${opts.servers.join(', ')}`);
+  const results: Row[][] = [];
+  for (const server of opts.servers) results.push(await measure(opts, server));
+  const names = results[0]!.map(([name]) => name);
+  const header = ['figure', ...opts.servers.flatMap((server) => [server, '÷ limit'])];
+  const table = [header, ...names.map((name, i) => [name, ...results.flatMap((rows) => rows[i]!.slice(1))])];
+  const widths = header.map((_, column) => Math.max(...table.map((row) => row[column]!.length)));
+  console.log('');
+  for (const row of table) console.log(row.map((cell, column) => cell.padEnd(widths[column]!)).join('  '));
   console.log(
     `load average at the end: ${os
       .loadavg()

@@ -21,6 +21,8 @@ export interface ChaosOptions extends InjectorOptions {
   workers: number;
   /** SEND_TIMEOUT of the workers: a send attempt's timeout and lease. */
   sendTimeout: string;
+  /** WEBHOOK_START_DEADLINE_MS of the receivers: past it they answer 503. */
+  startDeadlineMs: number;
   seed: number;
   /** How long to wait for the system to settle after the last delivery. */
   quietTimeoutMs: number;
@@ -38,6 +40,7 @@ export const DEFAULT_CHAOS: Omit<ChaosOptions, 'seed' | 'log'> = {
   receivers: 2,
   workers: 2,
   sendTimeout: '10s',
+  startDeadlineMs: 1500,
   faultsPerKind: 6,
   inflightKills: 3,
   killEveryMs: 20_000,
@@ -75,7 +78,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     server: options.server,
     receivers: options.receivers,
     workers: options.workers,
-    env: { SEND_TIMEOUT: options.sendTimeout },
+    env: {
+      SEND_TIMEOUT: options.sendTimeout,
+      WEBHOOK_START_DEADLINE_MS: String(options.startDeadlineMs),
+    },
   });
   let keep = options.keep;
   try {
@@ -137,6 +143,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       sender: senderReport,
       injector: injector.log,
       startAt,
+      startDeadlineMs: options.startDeadlineMs,
     });
     const ok = passed(report);
     keep ||= !ok;
