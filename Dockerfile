@@ -15,8 +15,11 @@ COPY src/temporal/binaries.ts src/temporal/
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
 FROM ${NODE_IMAGE} AS runtime
+# HOST: a container's loopback is its own, so the image listens on every interface (replyflow itself
+# defaults to 127.0.0.1); the receiver on PORT and a worker's metrics on WORKER_METRICS_PORT.
 ENV NODE_ENV=production \
     REPLYFLOW_DATA_DIR=/tmp/replyflow \
+    HOST=0.0.0.0 \
     PORT=3000
 WORKDIR /app
 COPY --from=deps /app/node_modules node_modules

@@ -2,7 +2,7 @@
 // refusal recorded), and the sends of one conversation take turns through its turns workflow.
 import { Context } from '@temporalio/activity';
 import { allowedFrom, MACHINES, type TransitionRequest } from '../src/conversations';
-import { conversationWorkflowId, requestTurnSignal } from '../workflows/conversation';
+import { conversationWorkflowId, requestTurnSignal } from '../workflows/messages';
 import type { ActivityDeps } from './deps';
 
 export type TransitionResult =

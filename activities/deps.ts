@@ -1,11 +1,13 @@
 // What the activities need from the outside world, injected once by the worker (or a test).
+import type { EffectsRepository } from '../src/db/effects';
+import type { OperatorStore } from '../src/db/operators';
 import type { Pool } from '../src/db/pool';
 import type { Logger } from '../src/logger';
+import type { DeliveryPolicy, EffectPlan } from '../src/model';
 import type { InboundEvent } from '../src/providers/types';
 import type { Responder } from '../src/responders/types';
 import type { TargetRegistry } from '../src/targets';
 import type { WorkerMetrics } from '../src/worker-metrics';
-import type { DeliveryPolicy, EffectPlan } from './types';
 
 export interface Alert {
   kind: 'held' | 'failed' | 'reminder';
@@ -20,6 +22,8 @@ export interface Alert {
 
 export interface ActivityDeps {
   pool: Pool;
+  /** The one owner of effect rows' status (tests wrap it to stall or fail a named step). */
+  effects: EffectsRepository;
   targets: TargetRegistry;
   responder: Responder;
   policy: DeliveryPolicy;
@@ -30,4 +34,8 @@ export interface ActivityDeps {
   logger: Logger;
   /** Outcomes, times to resolution and retries for the worker's Prometheus endpoint. */
   metrics: WorkerMetrics;
+  /** Operator accounts, for checking who is behind a decision. */
+  operators: OperatorStore;
+  /** The payload keys by id: a decision's seal is checked with the seal key derived from one of them. */
+  payloadKeys: Record<string, Buffer>;
 }

@@ -1,5 +1,7 @@
 // The activities of the event workflow, built once per worker from their dependencies.
+import { admitActivities } from './admit';
 import { conversationActivities } from './conversation';
+import { decisionActivities } from './decisions';
 import type { ActivityDeps } from './deps';
 import { effectActivities } from './effects';
 import { ledgerActivities } from './ledger';
@@ -10,13 +12,18 @@ import { sendActivities } from './send';
 export type { ActivityDeps, Alert } from './deps';
 
 export function createActivities(deps: ActivityDeps) {
+  const ledger = ledgerActivities(deps);
+  const reply = replyActivities(deps);
+  const conversation = conversationActivities(deps);
   return {
-    ...ledgerActivities(deps),
-    ...replyActivities(deps),
+    ...ledger,
+    ...reply,
+    ...conversation,
+    ...admitActivities({ ledger, reply, conversation }),
     ...effectActivities(deps),
     ...sendActivities(deps),
     ...operationsActivities(deps),
-    ...conversationActivities(deps),
+    ...decisionActivities(deps),
   };
 }
 

@@ -1,36 +1,49 @@
-// Writes the reply once. The workflow keeps the answer (encrypted in history), so retries and
-// approved resends send exactly the same text.
+// Plans an event's effects from the routes, and writes the reply once. The workflow keeps the answer
+// (encrypted in history), so retries and approved resends send exactly the same text.
 import { ApplicationFailure } from '@temporalio/activity';
 import { chatTransition } from '../src/conversations';
+import { Failure } from '../src/failures';
+import type { Plan, StepPlan } from '../src/model';
 import type { InboundEvent } from '../src/providers/types';
 import { PermanentResponderError } from '../src/responders/types';
+import { RouteMappingError } from '../src/routes';
 import type { ActivityDeps } from './deps';
-import type { Plan, StepPlan } from './types';
+
+/** A failure that no retry can mend, keeping what caused it. */
+function permanent(err: Error, type: (typeof Failure)[keyof typeof Failure]): ApplicationFailure {
+  return ApplicationFailure.create({ message: err.message, type, nonRetryable: true, cause: err });
+}
 
 export function replyActivities({ responder, policy, plan, targets }: ActivityDeps) {
   return {
     /** Which effects this event asks for, with the delivery policy of this deployment. */
     async planEffects(event: InboundEvent): Promise<Plan> {
-      const effects = plan(event);
+      let effects: Plan['effects'];
+      try {
+        effects = plan(event);
+      } catch (err) {
+        // The same event will always lack the field: the workflow fails, naming the route.
+        if (err instanceof RouteMappingError) throw permanent(err, Failure.RouteMapping);
+        throw err;
+      }
       for (const effect of effects) {
         for (const step of effect.steps) {
           if (!targets.has(step.target)) {
             throw ApplicationFailure.nonRetryable(
               `route for ${effect.integration} names target "${step.target}", which is not configured`,
-              'UnknownTargetError',
+              Failure.UnknownTarget,
             );
           }
         }
       }
-      return { effects, policy, transition: chatTransition(event) };
+      return { effects, policy, transition: chatTransition(event), responderIsLocal: responder.local };
     },
 
     async prepareReply(input: { event: InboundEvent; step: StepPlan }): Promise<{ text: string }> {
       try {
         return { text: await responder.answer(input.event) };
       } catch (err) {
-        if (err instanceof PermanentResponderError)
-          throw ApplicationFailure.nonRetryable(err.message, 'PermanentResponderError');
+        if (err instanceof PermanentResponderError) throw permanent(err, Failure.PermanentResponder);
         throw err;
       }
     },

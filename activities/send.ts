@@ -1,10 +1,13 @@
-// The send protocol (DESIGN.md §3 step 5-6), in one activity: take the `sending` lease, check it
-// immediately before writing the request, call the target with our effect id as idempotency key,
-// and record what the target's answer proves. An outcome we cannot know is never retried blindly.
+// The send protocol in one activity (docs/architecture.md, model/send.pml): take the effect's
+// `sending` lease, check it immediately before writing the request, call the target with our effect
+// id as idempotency key, and record what the target's answer proves. The effect row changes only
+// through src/db/effects.ts; this file turns what it reports into Temporal outcomes. An outcome we
+// cannot know is never retried blindly.
 import { ApplicationFailure, Context } from '@temporalio/activity';
+import { errorMessage, Failure } from '../src/failures';
+import type { LookupOutcome, SendInput, SendOutcome, StepPlan } from '../src/model';
 import { TargetError } from '../src/targets/types';
 import type { ActivityDeps } from './deps';
-import type { EffectStatus, LookupOutcome, SendInput, SendOutcome, StepPlan } from './types';
 
 /** The lease ends this long before Temporal's start-to-close timeout, so a retry finds it expired. */
 const LEASE_MARGIN_MS = 1000;
@@ -18,176 +21,59 @@ export function retryDelayMs(attempt: number, retryAfterMs?: number, random = Ma
   return Math.round(base + base * 0.2 * random());
 }
 
-type Lease = { kind: 'lease'; token: number; expiresAt: Date } | { kind: 'outcome'; outcome: SendOutcome };
+interface Attempt {
+  effectId: string;
+  /** The lease's token: this attempt's number on the row. */
+  token: number;
+  /** Whether this attempt's request carried a key the target dedupes on. */
+  resendSafe: boolean;
+  /** Temporal's attempt number, for the backoff. */
+  temporalAttempt: number;
+  target: string;
+  log: ActivityDeps['logger'];
+}
 
-export function sendActivities({ pool, targets, logger, metrics }: ActivityDeps) {
-  /**
-   * Marks the row `sending` under a new lease, or says why this attempt must not send.
-   * `resendSafe(attempt)`: whether that earlier attempt carried an idempotency key the target dedupes on.
-   */
-  async function takeLease(
-    effectId: string,
-    leaseMs: number,
-    resendSafe: (attempt: number) => boolean,
-  ): Promise<Lease> {
-    const client = await pool.connect();
-    try {
-      await client.query('BEGIN');
-      const { rows } = await client.query<{
-        status: EffectStatus;
-        attempts: number;
-        external_id: string | null;
-        leased: boolean;
-        lease_expires_at: Date | null;
-      }>(
-        'SELECT status, attempts, external_id, lease_expires_at, lease_expires_at > now() AS leased FROM effects WHERE id = $1 FOR UPDATE',
-        [effectId],
-      );
-      const row = rows[0];
-      if (!row)
-        throw ApplicationFailure.nonRetryable(`effect ${effectId} does not exist`, 'EffectMissingError');
-      const unknown = (reason: string): Lease => ({
-        kind: 'outcome',
-        outcome: {
-          result: 'unknown',
-          reason,
-          leaseExpiresAt: (row.lease_expires_at ?? new Date()).toISOString(),
-          attempts: row.attempts,
-        },
-      });
-      switch (row.status) {
-        case 'succeeded':
-          await client.query('COMMIT');
-          return {
-            kind: 'outcome',
-            outcome: { result: 'succeeded', externalId: row.external_id ?? '', attempts: row.attempts },
-          };
-        case 'sending':
-          if (row.leased) {
-            // A previous attempt may still be running (stalled worker): wait for its lease to end.
-            await client.query('ROLLBACK');
-            const leftMs = (row.lease_expires_at?.getTime() ?? Date.now()) - Date.now();
-            throw ApplicationFailure.create({
-              message: 'an earlier send attempt still holds the lease',
-              type: 'LeaseHeldError',
-              nextRetryDelay: Math.max(leftMs, 0) + LEASE_MARGIN_MS,
-            });
-          }
-          if (!resendSafe(row.attempts)) {
-            // The earlier attempt may have reached the target: its outcome is unknown.
-            await client.query(`UPDATE effects SET status = 'unknown', updated_at = now() WHERE id = $1`, [
-              effectId,
-            ]);
-            await client.query('COMMIT');
-            return unknown('an earlier attempt ended without recording its result: it may have been sent');
-          }
-          break;
-        case 'unknown':
-          if (!resendSafe(row.attempts)) {
-            await client.query('COMMIT');
-            return unknown('the outcome of an earlier attempt is unknown');
-          }
-          break;
-        case 'claimed':
-        case 'retry_wait':
-          break;
-        default:
-          await client.query('ROLLBACK');
-          throw ApplicationFailure.nonRetryable(
-            `effect is ${row.status}: not sendable`,
-            'EffectNotSendableError',
-          );
-      }
-      const taken = await client.query<{ attempts: number; lease_expires_at: Date }>(
-        `UPDATE effects SET status = 'sending', attempts = attempts + 1, lease_attempt = attempts + 1,
-                lease_expires_at = now() + $2 * interval '1 millisecond', next_attempt_at = NULL, updated_at = now()
-          WHERE id = $1 RETURNING attempts, lease_expires_at`,
-        [effectId, leaseMs],
-      );
-      await client.query('COMMIT');
-      return { kind: 'lease', token: taken.rows[0]!.attempts, expiresAt: taken.rows[0]!.lease_expires_at };
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw err;
-    } finally {
-      client.release();
-    }
-  }
-
-  /** Remaining lease in ms (PostgreSQL's clock), or 0 when this attempt no longer owns it. */
-  async function leaseLeft(effectId: string, token: number): Promise<number> {
-    const { rows } = await pool.query<{ left_ms: number }>(
-      `SELECT EXTRACT(EPOCH FROM (lease_expires_at - now())) * 1000 AS left_ms FROM effects
-        WHERE id = $1 AND status = 'sending' AND lease_attempt = $2`,
-      [effectId, token],
-    );
-    return Math.max(0, Number(rows[0]?.left_ms ?? 0));
-  }
-
-  /** Updates the row only while this attempt still owns it. */
-  async function settle(effectId: string, token: number, set: string, values: unknown[] = []): Promise<void> {
-    await pool.query(
-      `UPDATE effects SET ${set}, updated_at = now() WHERE id = $1 AND lease_attempt = $2 AND status = 'sending'`,
-      [effectId, token, ...values],
-    );
-  }
-
+export function sendActivities({ effects, targets, logger, metrics, policy }: ActivityDeps) {
   /** Turns a classified failure into the next state: retry (same key), failed, or unknown. */
-  async function handleFailure(
-    err: unknown,
-    effectId: string,
-    token: number,
-    resendSafe: boolean,
-    attempt: number,
-    log: ActivityDeps['logger'],
-    target: string,
-  ): Promise<SendOutcome> {
+  async function settleFailure(err: unknown, attempt: Attempt): Promise<SendOutcome> {
+    const { effectId, token, target, log } = attempt;
     const classified =
       err instanceof TargetError
         ? err
-        : new TargetError('unknown', `unexpected error while sending: ${(err as Error).message}`);
+        : new TargetError('unknown', `unexpected error while sending: ${errorMessage(err)}`);
     log.warn({ errorClass: classified.errorClass, error: classified.message }, 'send failed');
-    const keyed = classified.details.resendSafe ?? resendSafe;
+    const keyed = classified.details.resendSafe ?? attempt.resendSafe;
     if (classified.errorClass === 'retryable' || (classified.errorClass === 'unknown' && keyed)) {
       // Known not applied, or the target dedupes on our key: the next attempt resends with the same key.
       metrics.retry(target, classified.errorClass);
-      const delay = retryDelayMs(attempt, classified.details.retryAfterMs);
-      await settle(
-        effectId,
-        token,
-        `status = 'retry_wait', lease_expires_at = now(), next_attempt_at = now() + $3 * interval '1 millisecond',
-         last_error_class = $4, last_error = $5`,
-        [delay, classified.errorClass, classified.message],
-      );
+      const delayMs = retryDelayMs(attempt.temporalAttempt, classified.details.retryAfterMs);
+      await effects.settle(effectId, token, {
+        step: 'settleRetry',
+        delayMs,
+        errorClass: classified.errorClass,
+        error: classified.message,
+      });
       throw ApplicationFailure.create({
         message: classified.message,
-        type: 'RetryableTargetError',
-        nextRetryDelay: delay,
+        type: Failure.RetryableTarget,
+        nextRetryDelay: delayMs,
+        cause: classified,
       });
     }
     if (classified.errorClass === 'permanent') {
       metrics.outcome(target, 'failed', 'worker');
-      await settle(
-        effectId,
-        token,
-        `status = 'failed', lease_expires_at = now(), last_error_class = 'permanent', last_error = $3`,
-        [classified.message],
-      );
+      await effects.settle(effectId, token, { step: 'settleFailed', error: classified.message });
       return {
         result: 'failed',
         errorClass: 'permanent',
         error: classified.message,
         fix: classified.details.fix ?? 'fix the cause, then reprocess',
         attempts: token,
+        nextInLine: await effects.nextInLine(effectId),
       };
     }
     // Unknown: this attempt is over (it saw the failure), so it ends its own lease now.
-    await settle(
-      effectId,
-      token,
-      `status = 'unknown', lease_expires_at = now(), last_error_class = 'unknown', last_error = $3`,
-      [classified.message],
-    );
+    await effects.settle(effectId, token, { step: 'settleUnknown', error: classified.message });
     return {
       result: 'unknown',
       reason: classified.message,
@@ -198,18 +84,54 @@ export function sendActivities({ pool, targets, logger, metrics }: ActivityDeps)
 
   return {
     async send(input: SendInput): Promise<SendOutcome> {
-      const { info } = Context.current();
+      const activity = Context.current();
+      // Temporal times this attempt out startToClose after it started; the lease must end before.
+      const deadline = Date.now() + activity.info.startToCloseTimeoutMs;
       const target = targets.get(input.step.target);
       if (!target)
-        throw ApplicationFailure.nonRetryable(`no target named "${input.step.target}"`, 'UnknownTargetError');
+        throw ApplicationFailure.nonRetryable(
+          `no target named "${input.step.target}"`,
+          Failure.UnknownTarget,
+        );
+      // Earlier messages of the conversation delivered a little later than this one go first: wait
+      // out the gather window, then send only if no earlier send of the conversation is pending.
+      const gather = input.gatherUntil ? Date.parse(input.gatherUntil) - Date.now() : 0;
+      if (gather > 0) await activity.sleep(Math.min(gather, deadline - Date.now() - 2 * LEASE_MARGIN_MS));
+      const earlier = await effects.earlierPending(input.effectId);
+      if (earlier > 0) return { result: 'wait', earlier, attempts: 0 };
       const resendSafe = (attempt: number) =>
         target.resendSafe?.(input.step, attempt) ?? target.capabilities.idempotencyKey;
-      const lease = await takeLease(
-        input.effectId,
-        Math.max(info.startToCloseTimeoutMs - LEASE_MARGIN_MS, 1000),
-        resendSafe,
-      );
-      if (lease.kind === 'outcome') return lease.outcome;
+      // The lease is SEND_TIMEOUT, and always ends before Temporal's timeout (which includes the gather).
+      const leaseMs = Math.min(policy.sendTimeoutMs, deadline - Date.now()) - LEASE_MARGIN_MS;
+      const lease = await effects.takeLease(input.effectId, Math.max(leaseMs, 1000), resendSafe);
+      switch (lease.kind) {
+        case 'missing':
+          throw ApplicationFailure.nonRetryable(
+            `effect ${input.effectId} does not exist`,
+            Failure.EffectMissing,
+          );
+        case 'not-sendable':
+          throw ApplicationFailure.nonRetryable(
+            `effect is ${lease.status}: not sendable`,
+            Failure.EffectNotSendable,
+          );
+        case 'lease-held':
+          // A previous attempt may still be running (a stalled worker): wait for its lease to end.
+          throw ApplicationFailure.create({
+            message: 'an earlier send attempt still holds the lease',
+            type: Failure.LeaseHeld,
+            nextRetryDelay: lease.leftMs + LEASE_MARGIN_MS,
+          });
+        case 'succeeded':
+          return { result: 'succeeded', externalId: lease.externalId, attempts: lease.attempts };
+        case 'unknown':
+          return {
+            result: 'unknown',
+            reason: lease.reason,
+            leaseExpiresAt: lease.leaseExpiresAt.toISOString(),
+            attempts: lease.attempts,
+          };
+      }
       const { token } = lease;
       const log = logger.child({ effectId: input.effectId, target: target.name, attempt: token });
 
@@ -218,12 +140,12 @@ export function sendActivities({ pool, targets, logger, metrics }: ActivityDeps)
       // is counted from before the check was sent, so a pause while its answer was on the way back
       // (a paused worker, a long GC) counts against it too.
       const checkedAt = performance.now();
-      const left = (await leaseLeft(input.effectId, token)) - (performance.now() - checkedAt);
+      const left = (await effects.leaseLeft(input.effectId, token)) - (performance.now() - checkedAt);
       if (left < WRITE_MARGIN_MS) {
         log.warn('lease expired before the request was written: not sending');
         throw ApplicationFailure.create({
           message: 'lease expired before the request was written',
-          type: 'LeaseExpiredError',
+          type: Failure.LeaseExpired,
         });
       }
       let externalId: string;
@@ -236,21 +158,27 @@ export function sendActivities({ pool, targets, logger, metrics }: ActivityDeps)
           attempt: token,
         }));
       } catch (err) {
-        return handleFailure(err, input.effectId, token, resendSafe(token), info.attempt, log, target.name);
+        return settleFailure(err, {
+          effectId: input.effectId,
+          token,
+          resendSafe: resendSafe(token),
+          temporalAttempt: activity.info.attempt,
+          target: target.name,
+          log,
+        });
       }
       // A late answer still counts as evidence that it was sent, whatever happened to the lease. If
       // this write fails (a crash between the target's acceptance and the record), the row stays
       // `sending` under this lease, and the next attempt treats the outcome as unknown.
-      const sent = await pool.query<{ age_seconds: number }>(
-        `UPDATE effects SET status = 'succeeded', external_id = $2, completed_at = now(), updated_at = now(),
-                lease_expires_at = now(), last_error_class = NULL, last_error = NULL
-          WHERE id = $1 AND status NOT IN ('succeeded', 'discarded')
-          RETURNING EXTRACT(EPOCH FROM now() - created_at)::float8 AS age_seconds`,
-        [input.effectId, externalId],
-      );
-      if (sent.rows[0]) metrics.outcome(target.name, 'succeeded', 'worker', sent.rows[0].age_seconds);
+      const recorded = await effects.recordSuccess(input.effectId, externalId);
+      if (recorded) metrics.outcome(target.name, 'succeeded', 'worker', recorded.ageSeconds);
       log.info('sent');
-      return { result: 'succeeded', externalId, attempts: token };
+      return {
+        result: 'succeeded',
+        externalId,
+        attempts: token,
+        nextInLine: await effects.nextInLine(input.effectId),
+      };
     },
 
     /**
@@ -260,20 +188,21 @@ export function sendActivities({ pool, targets, logger, metrics }: ActivityDeps)
     async lookup(input: { effectId: string; step: StepPlan }): Promise<LookupOutcome> {
       const target = targets.get(input.step.target);
       if (!target?.lookup) return { found: false };
-      const { rows } = await pool.query<{ created_at: Date }>(
-        'SELECT created_at FROM effects WHERE id = $1',
-        [input.effectId],
-      );
       try {
         return await target.lookup({
           effectId: input.effectId,
           step: input.step,
           signal: AbortSignal.timeout(20_000),
-          notBefore: rows[0]?.created_at,
+          notBefore: await effects.claimedAt(input.effectId),
         });
       } catch (err) {
         if (err instanceof TargetError && err.errorClass === 'permanent')
-          throw ApplicationFailure.nonRetryable(err.message, 'PermanentLookupError');
+          throw ApplicationFailure.create({
+            message: err.message,
+            type: Failure.PermanentLookup,
+            nonRetryable: true,
+            cause: err,
+          });
         throw err;
       }
     },

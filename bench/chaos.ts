@@ -8,6 +8,7 @@
 //   npm run chaos -- --server cluster --temporal-fault rolling-restart
 import { parseArgs } from 'node:util';
 import { parseDuration } from '../src/config';
+import { errorMessage } from '../src/failures';
 import type { TemporalFault } from './chaos/injector';
 import { formatInjectorLog, formatReport } from './chaos/report';
 import { type ChaosOptions, DEFAULT_CHAOS, newSeed, runChaos } from './chaos/run';
@@ -125,6 +126,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  console.error(`chaos: ${(err as Error).message}`);
+  console.error(`chaos: ${errorMessage(err)}`);
   process.exitCode = 1;
 });

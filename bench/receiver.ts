@@ -15,6 +15,7 @@ import { Client, Connection } from '@temporalio/client';
 import autocannon from 'autocannon';
 import pino from 'pino';
 import { loadConfig } from '../src/config';
+import { migrate } from '../src/db/migrate';
 import { createPool } from '../src/db/pool';
 import { startEmbeddedPostgres } from '../src/embedded/postgres';
 import { createLogger } from '../src/logger';
@@ -356,7 +357,9 @@ async function measure(
         TEMPORAL_ADDRESS: server.address,
         DATABASE_URL: env.databaseUrl,
         TEMPORAL_TASK_QUEUE: TASK_QUEUE,
+        SANDBOX_ENABLED: 'true',
         SANDBOX_WEBHOOK_SECRET: SECRET,
+        SANDBOX_API_TOKEN: 'benchmark-sandbox-api-token',
         BENCH_LOG_FILE: path.join(env.dir, `receiver-${store}.log`),
       },
       opts.profile,
@@ -443,6 +446,9 @@ async function main(): Promise<void> {
       `then ${opts.rounds} rounds of ${opts.seconds} s at concurrency ${opts.concurrency}`,
   );
   const pg = await startEmbeddedPostgres({ dir: path.join(dir, 'postgres'), ephemeral: true });
+  // Migrations as the superuser; the receivers connect as the application's role.
+  const admin = createPool(pg.adminUrl, 1);
+  await migrate(admin).finally(() => admin.end());
   try {
     const rows: string[][] = [];
     for (const store of opts.stores) rows.push(await measure(store, opts, { dir, databaseUrl: pg.url }));

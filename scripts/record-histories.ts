@@ -8,11 +8,11 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { connectClient } from '../src/temporal/client';
 import { FakeTarget } from '../test/helpers/fake-target';
+import { decide, sealFor, testOperator } from '../test/helpers/operators';
 import { devServer, stopServers, TEST_ENCRYPTION_KEY } from '../test/helpers/servers';
 import { sandboxEvent, startTestWorker, testConfig, uniqueId } from '../test/helpers/system';
 import { startEvent, waitForState } from '../test/helpers/workflows';
-import { conversationWorkflowId } from '../workflows/conversation';
-import { approveSignal, reprocessSignal, resolveSignal } from '../workflows/messages';
+import { resolveSignal } from '../workflows/messages';
 
 const HISTORIES = path.resolve(__dirname, '..', 'test', 'histories');
 
@@ -31,11 +31,14 @@ async function main() {
     console.log(`recorded ${name}`);
   };
   try {
+    const [alice, bob] = await Promise.all([
+      testOperator(['resend', 'mark-sent', 'discard', 'reprocess', 'approve']),
+      testOperator(['approve']),
+    ]);
     const conv = uniqueId('c');
     const ok = await start(sandboxEvent({ conversationId: conv, messageId: 'm1' }));
     await ok.result();
     await save('succeeded', ok.workflowId);
-    await save('conversation-turns', conversationWorkflowId(`sandbox:${conv}`));
 
     const dup = await start(sandboxEvent({ conversationId: conv, messageId: 'm1' }));
     await dup.result();
@@ -51,12 +54,7 @@ async function main() {
       sandboxEvent({ conversationId: uniqueId('c'), messageId: 'm1', target: 'sandbox-blind' }),
     );
     await waitForState(marked, 'held');
-    await marked.signal(resolveSignal, {
-      action: 'mark-sent',
-      operator: 'alice',
-      reason: 'seen',
-      externalId: 'x1',
-    });
+    await decide(marked, alice, 'resolve', { action: 'mark-sent', reason: 'seen', externalId: 'x1' });
     await marked.result();
     await save('held-mark-sent', marked.workflowId);
 
@@ -65,19 +63,51 @@ async function main() {
       sandboxEvent({ conversationId: uniqueId('c'), messageId: 'm1', target: 'sandbox-blind' }),
     );
     await waitForState(resent, 'held');
-    await resent.signal(resolveSignal, { action: 'resend', operator: 'alice', reason: 'not there' });
-    await waitForState(resent, 'awaiting_approval');
-    await resent.signal(approveSignal, { approver: 'alice', reason: 'self' });
-    await resent.signal(approveSignal, { approver: 'bob', reason: 'checked' });
+    await decide(resent, alice, 'resolve', { action: 'resend', reason: 'not there' });
+    await decide(resent, alice, 'approve', { reason: 'self' });
+    await decide(resent, bob, 'approve', { reason: 'checked' });
     await resent.result();
     await save('held-resend-approved', resent.workflowId);
 
     fake.next({ status: 404 });
     const failed = await start(sandboxEvent({ conversationId: uniqueId('c'), messageId: 'm1' }));
     await waitForState(failed, 'failed');
-    await failed.signal(reprocessSignal, { operator: 'alice', reason: 'fixed' });
+    await decide(failed, alice, 'reprocess', { reason: 'fixed' });
     await failed.result();
     await save('failed-reprocessed', failed.workflowId);
+
+    // Decisions by signal: an unsealed one (refused), then a sealed one.
+    fake.next('accept-then-drop');
+    const signalled = await start(
+      sandboxEvent({ conversationId: uniqueId('c'), messageId: 'm1', target: 'sandbox-blind' }),
+    );
+    await waitForState(signalled, 'held');
+    const discard = { workflowId: signalled.workflowId, action: 'discard' as const, reason: 'by signal' };
+    await signalled.signal(resolveSignal, discard);
+    await signalled.signal(resolveSignal, sealFor(alice.account, discard));
+    await signalled.result();
+    await save('held-discarded-by-signal', signalled.workflowId);
+
+    // Two messages of one conversation at once: the later one waits for its turn, and is told.
+    const busy = uniqueId('c');
+    const sentAt = Date.now();
+    fake.answerDelayMs = 500;
+    const [earlier, later] = await Promise.all(
+      [0, 1].map((i) =>
+        start(
+          sandboxEvent({
+            conversationId: busy,
+            messageId: `m${i}`,
+            sentAt: new Date(sentAt + i).toISOString(),
+          }),
+        ),
+      ),
+    );
+    await earlier!.result();
+    await later!.result();
+    fake.answerDelayMs = 0;
+    await save('contended-earlier', earlier!.workflowId);
+    await save('contended-later', later!.workflowId);
 
     const closedConv = uniqueId('c');
     await (await start(sandboxEvent({ conversationId: closedConv, type: 'close' }))).result();

@@ -97,8 +97,19 @@ const decryptionKeys = z
     return keys;
   });
 
+/** `true` / `false`, or unset (undefined) where the role decides (the sandbox). */
+const optionalFlag = z
+  .enum(['true', 'false'])
+  .optional()
+  .transform((v) => (v === undefined ? undefined : v === 'true'));
+
 export const configSchema = z.object({
   PORT: port.default(3000),
+  /**
+   * Address the receiver and the worker's metrics listen on. Loopback by default: nothing is reachable
+   * from the network until a deployment says so (the image sets 0.0.0.0).
+   */
+  HOST: z.string().min(1).default('127.0.0.1'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   REPLYFLOW_DATA_DIR: z.string().default('.data'),
   /** Unset → the launcher starts an embedded `temporal server start-dev`. */
@@ -106,6 +117,8 @@ export const configSchema = z.object({
   TEMPORAL_NAMESPACE: z.string().default('default'),
   TEMPORAL_TASK_QUEUE: z.string().default('replyflow'),
   TEMPORAL_UI_PORT: port.default(8233),
+  /** gRPC port of the dev server `replyflow start` embeds (and the CLI then talks to). */
+  TEMPORAL_DEV_PORT: port.default(7233),
   /**
    * Connection security for TEMPORAL_ADDRESS, named as in Temporal's own client environment
    * configuration. Unset TEMPORAL_TLS → TLS whenever an API key or any TLS file is set.
@@ -149,10 +162,26 @@ export const configSchema = z.object({
   GITHUB_API_URL: z.url().default('https://api.github.com'),
   STRIPE_WEBHOOK_SECRET: optional,
   STANDARD_WEBHOOKS_SECRETS: standardWebhooksSecrets,
-  /** The sandbox (demo channel) signs its webhooks Standard-Webhooks style with this secret. */
-  SANDBOX_WEBHOOK_SECRET: z.string().default('whsec_cmVwbHlmbG93LXNhbmRib3gtZGV2LXNlY3JldA=='),
+  /**
+   * The sandbox (demo channel) signs its webhooks Standard-Webhooks style with this secret; unset,
+   * `replyflow start` generates one under the data dir (src/sandbox/settings.ts).
+   */
+  SANDBOX_WEBHOOK_SECRET: z
+    .string()
+    .regex(
+      /^whsec_[A-Za-z0-9+/]{24,}={0,2}$/,
+      'a Standard Webhooks secret: whsec_ and at least 18 bytes, base64',
+    )
+    .optional(),
+  /** The bearer token workers send to the sandbox target API; generated like SANDBOX_WEBHOOK_SECRET. */
+  SANDBOX_API_TOKEN: z.string().min(16, 'at least 16 characters (e.g. `openssl rand -hex 32`)').optional(),
   /** Where the worker reaches the sandbox target API; defaults to this receiver's own /sandbox/api. */
   SANDBOX_API_URL: url,
+  /** Serve the sandbox page (and the page's API) to clients other than this machine. */
+  SANDBOX_ALLOW_REMOTE: z
+    .enum(['true', 'false'])
+    .default('false')
+    .transform((v) => v === 'true'),
   /** Send attempts for retryable errors, and their total time budget. */
   SEND_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(8),
   SEND_MAX_ELAPSED: duration('1h'),
@@ -160,7 +189,10 @@ export const configSchema = z.object({
   SEND_TIMEOUT: duration('30s'),
   /** Reminder delays while work is held; the last one repeats. */
   HELD_REMINDERS: durations('15m,1h,4h,24h'),
-  /** A conversation's first send waits this long so that earlier messages delivered a little later go first. */
+  /**
+   * A send waits until this long after its source message occurred (never longer from now), so that
+   * earlier messages of the conversation delivered a little later go first.
+   */
   TURN_GATHER: duration('2s'),
   /** How long failed work waits for reprocess or discard before its workflow closes as failed. */
   FAILED_PARK: duration('7d'),
@@ -168,11 +200,6 @@ export const configSchema = z.object({
   ALERT_WEBHOOK_URL: url,
   /** The Temporal Web UI, for links in alerts and on the sandbox page. */
   TEMPORAL_UI_URL: url,
-  /**
-   * Bearer token of the codec server (/codec/encode, /codec/decode) that shows decrypted payloads
-   * in the Web UI; unset: no codec server (`replyflow start` generates one under the data dir).
-   */
-  CODEC_AUTH_TOKEN: z.string().min(16, 'at least 16 characters (e.g. `openssl rand -hex 32`)').optional(),
   /** Browser origins allowed to call the codec server, comma-separated; unset: the Web UI's origin. */
   CODEC_CORS_ORIGINS: z
     .string()
@@ -195,6 +222,13 @@ export const configSchema = z.object({
     }),
   /** Port of the worker's Prometheus endpoint (our metrics and the Temporal SDK's); 0: none. */
   WORKER_METRICS_PORT: port.default(9464),
+  /**
+   * Workflows a worker keeps in memory (~0.5 MiB each) between their tasks; beyond it, one waiting
+   * is evicted and replayed when it wakes. Unset: what the SDK derives from the heap (docs/deploy.md).
+   */
+  WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).optional(),
+  /** Activities a worker runs at once: sends (each may first wait out TURN_GATHER), lookups, alerts. */
+  WORKER_ACTIVITY_SLOTS: z.coerce.number().int().min(1).default(200),
   /** An FAQ file (JSON) for the default responder; unset: the built-in FAQ. */
   RESPONDER_FAQ_FILE: optional,
   /** A service that writes replies (POST JSON → {"text"}); when set it replaces the FAQ responder. */
@@ -203,17 +237,17 @@ export const configSchema = z.object({
   RESPONDER_TIMEOUT: duration('10s'),
   /** Configured routes and HTTP endpoints (JSON or YAML, docs/targets.md); unset: default chat routes only. */
   ROUTES_FILE: optional,
-  /** Who runs operator CLI commands (audited as the actor); `--operator` overrides it. */
-  REPLYFLOW_OPERATOR: optional,
-  /** Operator roles, JSON or YAML (docs/cli.md); unset with REPLYFLOW_ROLES unset: everyone may only view. */
-  REPLYFLOW_ROLES_FILE: optional,
-  /** Operator roles inline, `alice=mark-sent+resend,bob=approve,*=view` (`*`: everyone else). */
-  REPLYFLOW_ROLES: optional,
-  /** Set to `false` to disable the sandbox provider, page and target. */
-  SANDBOX_ENABLED: z
-    .enum(['true', 'false'])
-    .default('true')
-    .transform((v) => v === 'true'),
+  /** The CLI's operator token (`replyflow operator add` prints it); unset: the token file `replyflow login` wrote. */
+  REPLYFLOW_OPERATOR_TOKEN: optional,
+  /** Where `replyflow login` keeps the token; unset: `$XDG_CONFIG_HOME/replyflow/operator-token` (~/.config). */
+  REPLYFLOW_OPERATOR_TOKEN_FILE: optional,
+  /** The codec server the CLI seals decisions and decodes results through; unset: `http://127.0.0.1:$PORT/codec`. */
+  REPLYFLOW_CODEC_URL: url,
+  /**
+   * The sandbox provider, page and target. Unset: on for `replyflow start` (the local demo), off for
+   * `replyflow receiver` / `worker` (src/sandbox/settings.ts).
+   */
+  SANDBOX_ENABLED: optionalFlag,
 });
 
 export type Config = z.infer<typeof configSchema>;
@@ -237,4 +271,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`));
   }
   return parsed.data;
+}
+
+export interface SandboxSecrets {
+  /** Signs the page's messages (Standard Webhooks, `whsec_…`). */
+  webhookSecret: string;
+  /** What workers present to the sandbox target API (Authorization: Bearer). */
+  apiToken: string;
+}
+
+/** Thrown when the sandbox is switched on for a role that cannot generate its secrets. */
+export class SandboxSettingsError extends Error {
+  override name = 'SandboxSettingsError';
+}
+
+/** The sandbox's secrets when it is on (the config went through resolveSandbox), else undefined. */
+export function sandboxSecrets(config: Config): SandboxSecrets | undefined {
+  if (!config.SANDBOX_ENABLED) return undefined;
+  if (!config.SANDBOX_WEBHOOK_SECRET || !config.SANDBOX_API_TOKEN)
+    throw new SandboxSettingsError('the sandbox is on without SANDBOX_WEBHOOK_SECRET and SANDBOX_API_TOKEN');
+  return { webhookSecret: config.SANDBOX_WEBHOOK_SECRET, apiToken: config.SANDBOX_API_TOKEN };
 }

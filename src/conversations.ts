@@ -27,7 +27,8 @@ export const MACHINES = {
       reopen: { closed: ['unhandled'] },
     },
   },
-  // Orders (seeds/001): a cancelled order is never revived by a late confirmation.
+  // Orders (order and warehouse integrations, docs/targets.md): a cancelled order is never revived
+  // by a late confirmation.
   order: {
     initial: 'created',
     events: {
@@ -80,18 +81,19 @@ export function toMicros(version: string): bigint | undefined {
 }
 
 /** Chat events other than messages that move a conversation (by normalised event type). */
-const CHAT_EVENT_STATES: Record<string, string> = {
-  handoff: 'human_handling',
-  close: 'closed',
-  unfollow: 'closed',
-};
+const CHAT_EVENT_STATES: ReadonlyMap<string, string> = new Map([
+  ['handoff', 'human_handling'],
+  ['close', 'closed'],
+  ['unfollow', 'closed'],
+]);
 
 /**
  * The transition a chat event asks for: a message → the bot takes (or keeps) the conversation; a
  * hand-off or close event → that state. Other events leave the conversation alone.
  */
 export function chatTransition(event: InboundEvent): TransitionRequest | undefined {
-  const to = event.message ? 'bot_handling' : CHAT_EVENT_STATES[event.eventType];
+  // A Map: an event type such as `constructor` must not find Object.prototype's members.
+  const to = event.message ? 'bot_handling' : CHAT_EVENT_STATES.get(event.eventType);
   if (!event.conversation || !to) return undefined;
   const micros = toMicros(event.conversation.version ?? event.occurredAt ?? event.receivedAt) ?? 0n;
   const version = micros.toString();

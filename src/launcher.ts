@@ -5,28 +5,36 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from './config';
 import { migrate } from './db/migrate';
+import { createOperatorStore } from './db/operators';
 import { createPool, type Pool } from './db/pool';
 import { startEmbeddedPostgres } from './embedded/postgres';
+import { errorMessage } from './failures';
 import type { Logger } from './logger';
+import { reachableHostOf } from './ports';
 import { startReceiver } from './receiver';
+import { resolveSandbox } from './sandbox/settings';
 import { resolveEncryptionKey } from './temporal/client';
-import { CODEC_PATH, codecTokenFile, resolveCodecToken } from './temporal/codec-server';
+import { CODEC_PATH } from './temporal/codec-server';
 import { startDevServer } from './temporal/dev-server';
 import { startWorker } from './worker';
 
 export interface Running {
   urls: {
     receiver: string;
+    /** The address the receiver really listens on, `host:port`. */
+    receiverListening?: string;
     sandbox?: string;
     temporalUi?: string;
     /** Where operators sign in so that the Web UI shows decrypted payloads. */
     codecLogin?: string;
-    /** The file holding the generated codec token (unset when CODEC_AUTH_TOKEN is set). */
-    codecTokenFile?: string;
     workerMetrics?: string;
+    /** The address the worker's metrics really listen on, `host:port`. */
+    workerMetricsListening?: string;
     temporal: string;
     database: string;
   };
+  /** No operator account exists yet: nobody can decide until an admin adds one. */
+  noOperators: boolean;
   stop(): Promise<void>;
   /** Rejects when the worker stops on its own (a crash): the process should stop and exit non-zero. */
   failed: Promise<never>;
@@ -34,31 +42,60 @@ export interface Running {
 
 type Role = 'all' | 'receiver' | 'worker';
 
+/** Stops one part, but waits at most `ms`: a part stuck under load must not keep the others running. */
+async function stopWithin(
+  name: string,
+  ms: number,
+  stop: () => Promise<void>,
+  logger: Logger,
+): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => resolve('late'), ms);
+  });
+  try {
+    const outcome = await Promise.race([stop().then(() => 'stopped' as const), late]);
+    if (outcome === 'late') logger.warn({ part: name, seconds: ms / 1000 }, 'did not stop in time; going on');
+  } catch (err) {
+    logger.error({ part: name, err: errorMessage(err) }, 'stop failed');
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** How long each part may take to stop; the worker lets a send in flight finish (SEND_TIMEOUT). */
+const STOP_MS = 15_000;
+
 export async function launch(config: Config, logger: Logger, role: Role = 'all'): Promise<Running> {
-  const stops: (() => Promise<void>)[] = [];
+  const stops: { name: string; ms: number; stop: () => Promise<void> }[] = [];
   // Never settles unless a worker runs and stops by itself.
   let failed: Promise<never> = new Promise(() => {});
   const stopAll = async () => {
-    for (const stop of stops.reverse())
-      await stop().catch((err) => logger.error({ err: (err as Error).message }, 'stop failed'));
+    for (const { name, ms, stop } of stops.reverse()) await stopWithin(name, ms, stop, logger);
     stops.length = 0;
   };
   try {
     mkdirSync(config.REPLYFLOW_DATA_DIR, { recursive: true });
+    // The sandbox is the local demo: on by default for `start` only, with secrets from the data dir.
+    const sandbox = resolveSandbox(config, { local: role === 'all' });
     let databaseUrl = config.DATABASE_URL;
-    if (!databaseUrl) {
+    let pool: Pool;
+    if (databaseUrl) {
+      pool = createPool(databaseUrl, config.DATABASE_POOL_SIZE);
+      stops.push({ name: 'database pool', ms: STOP_MS, stop: () => pool.end() });
+      await migrate(pool);
+    } else {
       if (role !== 'all')
         throw new Error(`replyflow ${role} needs DATABASE_URL (only \`replyflow start\` embeds PostgreSQL)`);
       const pg = await startEmbeddedPostgres({ dir: path.join(config.REPLYFLOW_DATA_DIR, 'postgres') });
-      stops.push(() => pg.stop());
+      stops.push({ name: 'PostgreSQL', ms: STOP_MS, stop: () => pg.stop() });
+      // Migrations run as the superuser; the application connects as a role that owns no table.
+      const admin = createPool(pg.adminUrl, 1);
+      await migrate(admin).finally(() => admin.end());
       databaseUrl = pg.url;
+      pool = createPool(databaseUrl, config.DATABASE_POOL_SIZE);
+      stops.push({ name: 'database pool', ms: STOP_MS, stop: () => pool.end() });
     }
-    const pool: Pool = createPool(databaseUrl, config.DATABASE_POOL_SIZE);
-    stops.push(() => pool.end());
-    await migrate(pool);
-
-    // The receiver serves the codec endpoint; `start` generates its token so the embedded UI has one.
-    const codecToken = role === 'worker' ? undefined : resolveCodecToken(config, { create: role === 'all' });
 
     let temporalAddress = config.TEMPORAL_ADDRESS;
     let temporalUi = config.TEMPORAL_UI_URL;
@@ -69,19 +106,27 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
         );
       const server = await startDevServer({
         dbFile: path.join(config.REPLYFLOW_DATA_DIR, 'temporal.sqlite'),
-        port: 7233,
+        port: config.TEMPORAL_DEV_PORT,
         uiPort: config.TEMPORAL_UI_PORT,
-        uiCodecEndpoint: codecToken ? `http://127.0.0.1:${config.PORT}${CODEC_PATH}` : undefined,
+        uiCodecEndpoint: `${localReceiverUrl(config)}${CODEC_PATH}`,
         namespace: config.TEMPORAL_NAMESPACE,
       });
-      stops.push(() => server.stop());
+      stops.push({ name: 'Temporal dev server', ms: STOP_MS, stop: () => server.stop() });
       temporalAddress = server.address;
       temporalUi = server.uiUrl;
     }
-    const effective: Config = { ...config, TEMPORAL_UI_URL: temporalUi, CODEC_AUTH_TOKEN: codecToken };
+    const effective: Config = {
+      ...config,
+      ...sandbox,
+      TEMPORAL_UI_URL: temporalUi,
+      // In one process the worker reaches the sandbox API on this receiver, wherever HOST binds it.
+      SANDBOX_API_URL:
+        config.SANDBOX_API_URL ?? (role === 'all' ? `${localReceiverUrl(config)}/sandbox/api` : undefined),
+    };
     const encryptionKey = resolveEncryptionKey(config, { create: role === 'all' });
 
     let workerMetrics: string | undefined;
+    let workerMetricsListening: string | undefined;
     if (role !== 'receiver') {
       const worker = await startWorker({
         config: effective,
@@ -90,15 +135,17 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
         encryptionKey,
         logger: logger.child({ role: 'worker' }),
       });
-      stops.push(() => worker.stop());
+      stops.push({ name: 'worker', ms: config.SEND_TIMEOUT + STOP_MS, stop: () => worker.stop() });
       workerMetrics = worker.metricsUrl;
+      workerMetricsListening = worker.metricsListening;
       failed = worker.running.then(
         () => Promise.reject(new Error('the worker stopped')),
-        (err) => Promise.reject(new Error(`the worker stopped: ${(err as Error).message}`)),
+        (err) => Promise.reject(new Error(`the worker stopped: ${errorMessage(err)}`)),
       );
       failed.catch(() => {}); // observed by callers that care (the CLI); never an unhandled rejection
     }
     let receiverUrl = '';
+    let receiverListening: string | undefined;
     if (role !== 'worker') {
       const receiver = await startReceiver({
         config: effective,
@@ -107,21 +154,23 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
         encryptionKey,
         logger: logger.child({ role: 'receiver' }),
       });
-      stops.push(() => receiver.stop());
+      stops.push({ name: 'receiver', ms: STOP_MS, stop: () => receiver.stop() });
       receiverUrl = receiver.url;
+      receiverListening = receiver.listening;
     }
     return {
       urls: {
         receiver: receiverUrl,
-        sandbox: receiverUrl && config.SANDBOX_ENABLED ? `${receiverUrl}/sandbox` : undefined,
+        receiverListening,
+        sandbox: receiverUrl && sandbox.SANDBOX_ENABLED ? `${receiverUrl}/sandbox` : undefined,
         temporalUi: temporalUi,
-        codecLogin: receiverUrl && codecToken ? `${receiverUrl}${CODEC_PATH}/login` : undefined,
-        codecTokenFile:
-          receiverUrl && codecToken && !config.CODEC_AUTH_TOKEN ? codecTokenFile(config) : undefined,
+        codecLogin: receiverUrl ? `${receiverUrl}${CODEC_PATH}/login` : undefined,
         workerMetrics,
+        workerMetricsListening,
         temporal: temporalAddress,
         database: databaseUrl.replace(/\/\/[^@/]*@/, '//'),
       },
+      noOperators: (await createOperatorStore(pool).list()).length === 0,
       stop: stopAll,
       failed,
     };
@@ -129,4 +178,9 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
     await stopAll();
     throw err;
   }
+}
+
+/** The receiver's URL from this machine, known before it listens (HOST=0.0.0.0 is reached on loopback). */
+function localReceiverUrl(config: Config): string {
+  return `http://${reachableHostOf(config.HOST)}:${config.PORT}`;
 }

@@ -10,6 +10,8 @@ export const WEBHOOK_OUTCOMES = [
   'unavailable',
   /** Handshakes answered without an event (Slack url_verification, LINE's empty verify request). */
   'answered',
+  /** Verified deliveries that carry no event (Slack app_rate_limited, unknown envelope types): 200. */
+  'ignored',
 ] as const;
 
 export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number];
@@ -21,6 +23,8 @@ export interface ReceiverMetrics {
   registry: Registry;
   requests: Counter<'provider' | 'outcome'>;
   ackSeconds: Histogram<'provider' | 'outcome'>;
+  /** Verified deliveries acknowledged without an event, by why. */
+  ignored: Counter<'provider' | 'reason'>;
 }
 
 export function createReceiverMetrics(): ReceiverMetrics {
@@ -40,6 +44,12 @@ export function createReceiverMetrics(): ReceiverMetrics {
       labelNames: ['provider', 'outcome'],
       // Dense below 100 ms (our ack target) and up to the senders' deadlines (LINE 2 s, Slack 3 s).
       buckets: [0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 1.5, 2, 3],
+      registers: [registry],
+    }),
+    ignored: new Counter({
+      name: 'replyflow_webhook_ignored_total',
+      help: 'Verified deliveries acknowledged without starting a workflow, by provider and reason',
+      labelNames: ['provider', 'reason'],
       registers: [registry],
     }),
   };

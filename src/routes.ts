@@ -1,13 +1,14 @@
 // Which effects an event asks for. The default route answers a chat message once per (provider,
 // conversation, source message, reply kind); configured routes (ROUTES_FILE, JSON or YAML) add
 // effects mapped from event fields, e.g. an order registered and then inventory reserved.
+
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { ApplicationFailure } from '@temporalio/common';
 import YAML from 'yaml';
 import { z } from 'zod';
-import type { EffectPlan, StepPlan } from '../activities/types';
 import { parseDuration } from './config';
+import { errorMessage } from './failures';
+import type { EffectPlan, StepPlan } from './model';
 import type { InboundEvent } from './providers/types';
 import { TARGET_SETTINGS, type TargetRegistry } from './targets';
 import type { HttpEndpoint } from './targets/http';
@@ -201,7 +202,7 @@ export function parseRoutes(
     try {
       raw = JSON.parse(text);
     } catch (err) {
-      throw new RouteFileError(source, [`not valid JSON: ${(err as Error).message}`]);
+      throw new RouteFileError(source, [`not valid JSON: ${errorMessage(err)}`]);
     }
   } else {
     const doc = YAML.parseDocument(text);
@@ -455,17 +456,9 @@ export function configuredPlans(set: RouteSet, event: InboundEvent): EffectPlan[
 }
 
 /**
- * The plan function the activities use: default chat routes plus configured ones. A mapping error
- * is not retried (the same event will always lack the field): the workflow fails, naming the route.
+ * The plan function the activities use: default chat routes plus configured ones.
+ * @throws RouteMappingError when a matching route cannot be mapped (the activity fails the workflow).
  */
 export function planner(set?: RouteSet): (event: InboundEvent) => EffectPlan[] {
-  return (event) => {
-    try {
-      return [...defaultPlans(event), ...(set ? configuredPlans(set, event) : [])];
-    } catch (err) {
-      if (err instanceof RouteMappingError)
-        throw ApplicationFailure.nonRetryable(err.message, 'RouteMappingError');
-      throw err;
-    }
-  };
+  return (event) => [...defaultPlans(event), ...(set ? configuredPlans(set, event) : [])];
 }

@@ -1,11 +1,14 @@
 // Prometheus metrics of the worker role on one endpoint: what effects did (outcomes, time to
 // resolution, retries by error class; held and failed counts read from PostgreSQL at scrape time)
 // next to the Temporal SDK's runtime metrics, which its own exporter serves on a loopback port.
+
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { Pool } from './db/pool';
+import { errorMessage } from './failures';
 import type { Logger } from './logger';
+import { boundAddress, listenOn, reachableHost } from './ports';
 
 /** The states an effect is recorded in that an operator cares about. */
 export type EffectOutcome = 'succeeded' | 'held' | 'failed' | 'discarded';
@@ -84,7 +87,10 @@ export function createWorkerMetrics(pool: Pool): WorkerMetrics {
 }
 
 export interface MetricsServer {
+  /** Where this machine scrapes it. */
   url: string;
+  /** The address it really listens on, `host:port`. */
+  listening: string;
   stop(): Promise<void>;
 }
 
@@ -98,7 +104,8 @@ export async function serveWorkerMetrics(options: {
   /** The Temporal SDK's Prometheus exporter (bound on loopback by installRuntime). */
   sdkMetricsUrl?: string;
   logger: Logger;
-  host?: string;
+  /** HOST: loopback unless a deployment opens it for its Prometheus. */
+  host: string;
 }): Promise<MetricsServer> {
   const { registry } = options.metrics;
   // Process metrics only where they are served (tests build many workers in one process).
@@ -117,25 +124,15 @@ export async function serveWorkerMetrics(options: {
         : '';
       res.writeHead(200, { 'content-type': registry.contentType }).end(sdk ? `${ours}\n${sdk}` : ours);
     })().catch((err: unknown) => {
-      options.logger.error({ err: (err as Error).message }, 'worker metrics scrape failed');
+      options.logger.error({ err: errorMessage(err) }, 'worker metrics scrape failed');
       if (!res.headersSent) res.writeHead(500).end();
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', (err: NodeJS.ErrnoException) =>
-      reject(
-        new Error(
-          err.code === 'EADDRINUSE'
-            ? `WORKER_METRICS_PORT ${options.port} is already in use: set another port, or 0 for none`
-            : `worker metrics could not listen on port ${options.port}: ${err.message}`,
-        ),
-      ),
-    );
-    server.listen(options.port, options.host ?? '0.0.0.0', resolve);
-  });
-  const { port } = server.address() as AddressInfo;
+  await listenOn(server, options.host, options.port, { port: 'WORKER_METRICS_PORT', role: 'worker metrics' });
+  const address = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}/metrics`,
+    url: `http://${reachableHost(address)}:${address.port}/metrics`,
+    listening: boundAddress(address),
     stop: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -3,16 +3,19 @@
 import path from 'node:path';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { type ActivityDeps, createActivities } from '../activities';
-import type { DeliveryPolicy } from '../activities/types';
 import { createNotifier } from './alerts';
 import type { Config } from './config';
+import { createEffectsRepository } from './db/effects';
+import { createOperatorStore } from './db/operators';
 import type { Pool } from './db/pool';
 import type { Logger } from './logger';
+import type { DeliveryPolicy } from './model';
 import { freePort } from './ports';
 import { createResponder } from './responders';
 import { loadRouteFile, planner, RouteFileError, routeTargetProblems } from './routes';
 import { createTargets } from './targets';
-import { connectionSecurity, dataConverter, keyring } from './temporal/client';
+import { connectionSecurity, keyring, payloadCodec } from './temporal/client';
+import { SearchAttributesMissingError, searchAttributeProblems } from './temporal/search-attributes';
 import { createWorkerMetrics, serveWorkerMetrics, type WorkerMetrics } from './worker-metrics';
 
 export const WORKFLOWS_PATH = path.resolve(__dirname, '..', 'workflows');
@@ -59,6 +62,8 @@ export interface WorkerHandle {
   running: Promise<void>;
   /** The worker's Prometheus endpoint, when WORKER_METRICS_PORT is not 0. */
   metricsUrl?: string;
+  /** The address the metrics endpoint really listens on, `host:port`. */
+  metricsListening?: string;
   stop(): Promise<void>;
 }
 
@@ -72,6 +77,21 @@ export interface WorkerSetup {
   workerOptions?: Partial<WorkerOptions>;
   /** Tests replace dependencies (targets pointing at fakes, a shorter policy). */
   deps?: Partial<ActivityDeps>;
+}
+
+/**
+ * Refuses to start on a namespace that lacks a search attribute the workflows set: they would fail
+ * every start and every update of their state. A namespace the list cannot be read from (no
+ * permission, say) is left to Worker.create, which fails on its own with Temporal's message.
+ */
+async function checkSearchAttributes(
+  connection: NativeConnection,
+  target: { address: string; namespace: string },
+): Promise<void> {
+  const problems = await searchAttributeProblems(connection.operatorService, target.namespace).catch(
+    () => [],
+  );
+  if (problems.length > 0) throw new SearchAttributesMissingError(problems, target);
 }
 
 /** Builds a worker without running it (tests drive it with `worker.runUntil`). */
@@ -89,9 +109,23 @@ export async function createWorker(
     address: options.temporalAddress,
     ...connectionSecurity(config),
   });
+  try {
+    await checkSearchAttributes(connection, {
+      address: options.temporalAddress,
+      namespace: config.TEMPORAL_NAMESPACE,
+    });
+  } catch (err) {
+    await connection.close();
+    throw err;
+  }
   const metrics = options.deps?.metrics ?? createWorkerMetrics(options.pool);
+  const pool = options.deps?.pool ?? options.pool;
+  const codec = payloadCodec(options.encryptionKey, keyring(config), { refuseUnencrypted: true });
   const activities = createActivities({
-    pool: options.pool,
+    pool,
+    effects: createEffectsRepository(pool),
+    operators: createOperatorStore(pool),
+    payloadKeys: codec.keys,
     targets,
     responder: createResponder(config),
     policy: deliveryPolicy(config),
@@ -113,10 +147,17 @@ export async function createWorker(
       namespace: config.TEMPORAL_NAMESPACE,
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       activities,
-      dataConverter: dataConverter(options.encryptionKey, keyring(config)),
+      // Workers refuse what is not encrypted by a known key (src/temporal/codec.ts).
+      dataConverter: { payloadCodecs: [codec] },
       // On SIGTERM (a rolling deploy) a send in flight may finish: cancelling it would turn a reply that
       // probably went out into an unknown outcome for the next worker to look up or hold.
       shutdownGraceTime: config.SEND_TIMEOUT,
+      // A burst into one conversation leaves many workflows waiting for their turn: keep them cached
+      // where memory allows, and run enough sends at once that gather windows do not queue them.
+      ...(config.WORKER_MAX_CACHED_WORKFLOWS !== undefined && {
+        maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
+      }),
+      maxConcurrentActivityTaskExecutions: config.WORKER_ACTIVITY_SLOTS,
       ...(options.workerOptions?.workflowBundle ? {} : { workflowsPath: WORKFLOWS_PATH }),
       ...options.workerOptions,
     });
@@ -136,7 +177,13 @@ export async function startWorker(options: WorkerSetup): Promise<WorkerHandle> {
   // own message, instead of leaving a created worker that holds the connection open.
   const metricsServer =
     metricsPort > 0
-      ? await serveWorkerMetrics({ port: metricsPort, metrics, sdkMetricsUrl, logger: options.logger })
+      ? await serveWorkerMetrics({
+          port: metricsPort,
+          host: options.config.HOST,
+          metrics,
+          sdkMetricsUrl,
+          logger: options.logger,
+        })
       : undefined;
   let worker: Worker;
   let connection: NativeConnection;
@@ -151,6 +198,7 @@ export async function startWorker(options: WorkerSetup): Promise<WorkerHandle> {
     worker,
     running,
     metricsUrl: metricsServer?.url,
+    metricsListening: metricsServer?.listening,
     async stop() {
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await running;

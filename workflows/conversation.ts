@@ -6,30 +6,13 @@ import {
   allHandlersFinished,
   condition,
   continueAsNew,
-  defineSignal,
   getExternalWorkflowHandle,
   log,
   setHandler,
   sleep,
   workflowInfo,
 } from '@temporalio/workflow';
-
-export interface TurnRequest {
-  workflowId: string;
-  /** One per acquisition (`<workflowId>#<n>`): an approved resend asks for a new turn. */
-  requestId: string;
-  /** Sorts requests: the source message's version, then its id. */
-  orderKey: string;
-}
-
-export const requestTurnSignal = defineSignal<[TurnRequest]>('requestTurn');
-export const releaseTurnSignal = defineSignal<[{ requestId: string }]>('releaseTurn');
-/** Sent to the event workflow whose turn it is. */
-export const turnGrantedSignal = defineSignal<[{ requestId: string }]>('turnGranted');
-
-export function conversationWorkflowId(conversationKey: string): string {
-  return `conversation:${conversationKey}`;
-}
+import { releaseTurnSignal, requestTurnSignal, type TurnRequest, turnGrantedSignal } from './messages';
 
 export interface TurnsState {
   queue?: TurnRequest[];

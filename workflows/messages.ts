@@ -1,11 +1,12 @@
-// Operator messages to an event workflow. Each payload is one JSON object so that the Temporal Web
-// UI's "Send a Signal" form can carry it; the CLI sends the same shapes.
-import { defineQuery, defineSignal } from '@temporalio/workflow';
+// The messages workflows exchange: operator decisions to an event workflow (each payload one JSON
+// object, so that the Temporal Web UI's "Send a Signal" form can carry it; the CLI sends the same
+// shapes), its status query, and the turn signals between event workflows and their conversation's
+// turns workflow (workflows/conversation.ts).
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 
 export type ReplyState =
   | 'received'
   | 'processing'
-  | 'retry_wait'
   | 'unknown'
   | 'held'
   | 'awaiting_approval'
@@ -17,6 +18,27 @@ export type ReplyState =
 
 export type ResolveAction = 'mark-sent' | 'resend' | 'discard';
 
+/** The three operator decisions: the names of their updates (and of the signals runs started before use). */
+export type DecisionName = 'resolve' | 'approve' | 'reprocess';
+
+/**
+ * A decision as an operator types it (Web UI) or the CLI sends it, sealed on its way by the codec
+ * server for the operator it authenticated (src/decision-seal.ts). Who decided is never a field of
+ * the body: it comes from the verified seal.
+ */
+export interface DecisionInput {
+  /** The workflow this decision is for: the seal is bound to it. */
+  workflowId: string;
+  /** `resolve` only. */
+  action?: ResolveAction;
+  reason: string;
+  /** Required with mark-sent: the id the target gave the message an operator found. */
+  externalId?: string;
+  /** Added by the codec server. */
+  seal?: string;
+}
+
+/** The signal payloads of runs started before decisions were updates (kept so their histories replay). */
 export interface ResolveSignal {
   action: ResolveAction;
   operator: string;
@@ -42,8 +64,9 @@ export interface ReprocessSignal {
 /** One operator message as the workflow judged it. */
 export interface OperatorDecision {
   at: string;
-  signal: 'resolve' | 'approve' | 'reprocess';
+  signal: DecisionName;
   action: string;
+  /** The operator the seal proves, `(unverified)` when there is no valid seal; a name typed into a signal of a run started before decisions were sealed. */
   actor: string;
   reason?: string;
   requestId?: string;
@@ -69,7 +92,38 @@ export interface StatusView {
   operatorHistory: OperatorDecision[];
 }
 
-export const resolveSignal = defineSignal<[ResolveSignal]>('resolve');
-export const approveSignal = defineSignal<[ApproveSignal]>('approve');
-export const reprocessSignal = defineSignal<[ReprocessSignal]>('reprocess');
+/** Each answers with the verdict: `Accepted: …` or `Rejected: …`. */
+export const resolveUpdate = defineUpdate<string, [DecisionInput]>('resolve');
+export const approveUpdate = defineUpdate<string, [DecisionInput]>('approve');
+export const reprocessUpdate = defineUpdate<string, [DecisionInput]>('reprocess');
+
+/** The same decisions as signals: judged alike (sealed), but the verdict is only in `status` and the audit log. */
+export const resolveSignal = defineSignal<[ResolveSignal | DecisionInput]>('resolve');
+export const approveSignal = defineSignal<[ApproveSignal | DecisionInput]>('approve');
+export const reprocessSignal = defineSignal<[ReprocessSignal | DecisionInput]>('reprocess');
 export const statusQuery = defineQuery<StatusView>('status');
+
+/** The turns workflow of one conversation (or order). */
+export function conversationWorkflowId(conversationKey: string): string {
+  return `conversation:${conversationKey}`;
+}
+
+export interface TurnRequest {
+  workflowId: string;
+  /** One per acquisition (`<workflowId>#<n>`): an approved resend asks for a new turn. */
+  requestId: string;
+  /** Sorts requests: the source message's version, then its id. */
+  orderKey: string;
+}
+
+/** An event workflow asks its conversation's turns workflow for a turn to send (signal-with-start). */
+export const requestTurnSignal = defineSignal<[TurnRequest]>('requestTurn');
+/** The event workflow holding the turn gives it back. */
+export const releaseTurnSignal = defineSignal<[{ requestId: string }]>('releaseTurn');
+/**
+ * Sent by an event workflow whose send no longer holds its conversation back, to the workflow of the
+ * conversation's next waiting send. Carries nothing: the receiver checks the order itself.
+ */
+export const yourTurnSignal = defineSignal('yourTurn');
+/** Sent to the event workflow whose turn it is (runs started before sends were ordered by the effects table). */
+export const turnGrantedSignal = defineSignal<[{ requestId: string }]>('turnGranted');

@@ -1,11 +1,17 @@
 // Judges operator messages against the workflow's state. Pure functions: the workflow applies the
 // verdict, records it, and audits it. Invalid, repeated or self-approved messages change nothing.
-import type { ApproveSignal, ReplyState, ReprocessSignal, ResolveSignal } from './messages';
+// Who sent a message is settled before it gets here: the operator its seal proves, or, for the
+// signals of runs started before decisions were sealed, the name the payload carried.
+import type { DecisionName, ReplyState } from './messages';
 
-export type OperatorMessage =
-  | { signal: 'resolve'; payload: ResolveSignal }
-  | { signal: 'approve'; payload: ApproveSignal }
-  | { signal: 'reprocess'; payload: ReprocessSignal };
+export interface OperatorMessage {
+  signal: DecisionName;
+  /** The decision's body. */
+  payload: unknown;
+  /** Who decided: see above. `(missing)` when nobody is named. */
+  actor: string;
+  requestId?: string;
+}
 
 export type Verdict =
   | { ok: true; action: 'mark-sent'; externalId: string }
@@ -20,16 +26,20 @@ function text(value: unknown, max: number): string | undefined {
     : undefined;
 }
 
-/** The person behind a message, for the record, even when the message is invalid. */
-export function actorOf(message: OperatorMessage): string {
-  const p = (message.payload ?? {}) as unknown as Record<string, unknown>;
-  const who = message.signal === 'approve' ? p.approver : p.operator;
-  return text(who, 100) ?? '(missing)';
+/**
+ * A signal as runs started before sealed decisions received it: the actor is whatever name the
+ * payload carried. Only their recorded histories replay this way; new messages are verified.
+ */
+export function unsealedSignal(signal: DecisionName, payload: unknown): OperatorMessage {
+  const p = (payload ?? {}) as Record<string, unknown>;
+  const who = signal === 'approve' ? p.approver : p.operator;
+  return { signal, payload, actor: text(who, 100) ?? '(missing)', requestId: text(p.requestId, 200) };
 }
 
-export function requestIdOf(message: OperatorMessage): string | undefined {
-  const p = (message.payload ?? {}) as unknown as Record<string, unknown>;
-  return text(p.requestId, 200);
+/** What a message asks for, for the record, even when it is invalid. */
+export function actionOf(message: OperatorMessage): string {
+  const p = message.payload as Record<string, unknown> | undefined;
+  return message.signal === 'resolve' ? String(p?.action ?? '(missing)') : message.signal;
 }
 
 export interface JudgeContext {
@@ -44,10 +54,10 @@ export function judge(message: OperatorMessage, ctx: JudgeContext): Verdict {
   if (typeof message.payload !== 'object' || message.payload === null || Array.isArray(message.payload)) {
     return { ok: false, detail: 'payload must be one JSON object' };
   }
-  const requestId = requestIdOf(message);
+  const { requestId } = message;
   if (requestId && ctx.seenRequestIds.has(requestId))
     return { ok: false, detail: `repeated requestId ${requestId}` };
-  if (actorOf(message) === '(missing)') {
+  if (message.actor === '(missing)') {
     return {
       ok: false,
       detail: `${message.signal === 'approve' ? 'approver' : 'operator'} is required (at most 100 characters)`,
@@ -79,7 +89,7 @@ export function judge(message: OperatorMessage, ctx: JudgeContext): Verdict {
     case 'approve': {
       if (ctx.state !== 'awaiting_approval')
         return { ok: false, detail: `no resend awaits approval (state ${ctx.state})` };
-      if (actorOf(message) === ctx.resendRequestedBy) {
+      if (message.actor === ctx.resendRequestedBy) {
         return {
           ok: false,
           detail: 'the approver must be a different person from the operator who asked for the resend',

@@ -1,7 +1,7 @@
 // What the chaos run's senders deliver: sandbox chat messages over many conversations (each answered by
 // one of the three sandbox target flavours), every event delivered several times (some copies at
 // once, some soon, some much later), and a share of messages delivered again under a second event id.
-import { SANDBOX_MODES, type SandboxMode } from '../../src/targets/sandbox';
+import { SANDBOX_MODES, type SandboxMode } from '../../src/model';
 
 export type Random = () => number;
 

@@ -2,9 +2,9 @@
 // acknowledged against Temporal, the effects table and what the sandbox target received, traces
 // every held item to the injected fault that explains it, and every 503 to a disruption.
 import type { WorkflowExecutionInfo } from '@temporalio/client';
+import type { SandboxMode } from '../../src/model';
 import { reconcile } from '../../src/operator/reconcile';
 import type { SandboxFault } from '../../src/sandbox/api';
-import type { SandboxMode } from '../../src/targets/sandbox';
 import { ReplyState } from '../../workflows/search-attributes';
 import type { InjectorAction } from './injector';
 import type { Plan } from './plan';

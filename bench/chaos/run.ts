@@ -1,7 +1,9 @@
 // One chaos run, end to end: start the system, send the planned webhooks from a separate process while
 // the injector breaks things, wait until everything settled, and reconcile. `npm run chaos` and the
 // reduced run in CI (test/integration/chaos.test.ts) both call `runChaos`.
+
 import { randomInt } from 'node:crypto';
+import { errorMessage } from '../../src/failures';
 import { Injector, type InjectorOptions } from './injector';
 import { buildPlan, seededRandom } from './plan';
 import { type ChaosReport, passed, reconcileRun, waitUntilQuiet } from './report';
@@ -156,7 +158,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     };
   } catch (err) {
     keep = true;
-    throw new Error(`${(err as Error).message} (logs and data kept in ${system.dir})`);
+    throw new Error(`${errorMessage(err)} (logs and data kept in ${system.dir})`);
   } finally {
     await system.stop();
     if (!keep) system.remove();

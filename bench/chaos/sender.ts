@@ -2,7 +2,9 @@
 // HTTP. Each delivery is signed when it is sent and retried as providers retry: after 503 (honouring
 // Retry-After), a 5xx, a timeout or a refused connection, until it is acknowledged or the give-up
 // time passes. A 4xx is final. Started by `forkSender`, which passes the plan over IPC.
+
 import { type ChildProcess, fork } from 'node:child_process';
+import { errorMessage } from '../../src/failures';
 import { signStandardWebhook } from '../../src/providers/standard-webhooks';
 import type { Delivery } from './plan';
 
@@ -166,7 +168,7 @@ if (process.argv.includes('--sender')) {
         process.send?.({ kind: 'done', report }, () => process.exit(0));
       })
       .catch((err) => {
-        console.error(`sender: ${(err as Error).message}`);
+        console.error(`sender: ${errorMessage(err)}`);
         process.exit(1);
       });
   });

@@ -2,7 +2,9 @@
 // embedded PostgreSQL and either a Temporal dev server on a SQLite file or a two-node cluster of
 // Temporal's own server on that PostgreSQL (src/cluster/), all restartable on the same ports and data,
 // and `replyflow receiver` / `replyflow worker` as child processes that can be killed.
+
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import {
   chmodSync,
   closeSync,
@@ -29,7 +31,9 @@ import { type DevServer, startDevServer } from '../../src/temporal/dev-server';
 const { TaskQueueType, TaskQueueKind } = proto.api.enums.v1;
 const BIN = path.join(PROJECT_ROOT, 'bin', 'replyflow.js');
 
-export const SYSTEM_SECRET = 'whsec_cmVwbHlmbG93LWNoYW9zLXJ1bi1zZWNyZXQ=';
+export const SYSTEM_SECRET = `whsec_${randomBytes(24).toString('base64')}`;
+/** What the workers present to the sandbox target API on the receivers. */
+const SYSTEM_SANDBOX_TOKEN = randomBytes(24).toString('base64url');
 export const SYSTEM_ENCRYPTION_KEY = Buffer.alloc(32, 11).toString('base64');
 export const SYSTEM_TASK_QUEUE = 'replyflow';
 
@@ -140,7 +144,8 @@ export class System {
       this.postgres = await startClusterPostgres(path.join(this.dir, 'postgres'));
       this.cluster = await startCluster({
         dir: this.dir,
-        database: temporalDatabaseFromUrl(this.postgres.url),
+        // The superuser: Temporal's role must create its two databases.
+        database: temporalDatabaseFromUrl(this.postgres.adminUrl),
         port: 0,
       });
     } else {
@@ -158,8 +163,10 @@ export class System {
       this.temporalPort = temporal.port;
     }
     this.postgresPort = Number(new URL(this.postgres.url).port);
+    // Migrations as the superuser; the roles connect as the application's role.
+    const admin = createPool(this.postgres.adminUrl, 1);
+    await migrate(admin).finally(() => admin.end());
     this.pool = createPool(this.postgres.url, 5);
-    await migrate(this.pool);
     this.client = await connectClient(this.temporalAddress, 'default', SYSTEM_ENCRYPTION_KEY);
     const ports = await Promise.all(Array.from({ length: this.options.receivers }, () => freePort()));
     this.receiverUrls = ports.map((port) => `http://127.0.0.1:${port}`);
@@ -184,7 +191,9 @@ export class System {
       REPLYFLOW_ENCRYPTION_KEY: SYSTEM_ENCRYPTION_KEY,
       REPLYFLOW_DATA_DIR: path.join(this.dir, 'data'),
       TEMPORAL_TASK_QUEUE: SYSTEM_TASK_QUEUE,
+      SANDBOX_ENABLED: 'true',
       SANDBOX_WEBHOOK_SECRET: SYSTEM_SECRET,
+      SANDBOX_API_TOKEN: SYSTEM_SANDBOX_TOKEN,
       SANDBOX_API_URL: this.sandboxApiUrl,
       // Several workers on one machine: none of them may claim the default metrics port.
       WORKER_METRICS_PORT: '0',

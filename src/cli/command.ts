@@ -1,9 +1,10 @@
 // How every operator command runs: open a session, do the work, close the connections, and turn the
 // outcome into an exit code and one clear line on stderr.
-import type { Command } from 'commander';
+
 import { ConfigError, parseDuration } from '../config';
-import { NotPermittedError, OperatorInputError } from '../operator/errors';
-import { RoleConfigError } from '../operator/roles';
+import { OperatorAccountError } from '../db/operators';
+import { errorMessage } from '../failures';
+import { NotPermittedError, OperatorInputError, OperatorTokenRefusedError } from '../operator/errors';
 import { ConnectionSecurityError } from '../temporal/client';
 import { type CliIo, printLine } from './io';
 import { openSession, type Session } from './session';
@@ -11,12 +12,15 @@ import { openSession, type Session } from './session';
 /** Exit codes: documented in docs/cli.md. */
 export const EXIT = {
   ok: 0,
-  /** Done but not as asked: rejected by the workflow, no verdict in time, inconsistencies found, an error. */
+  /** Not done as asked: no verdict in time, not confirmed, inconsistencies found, an error. */
   notDone: 1,
   /** Bad input or configuration: nothing was changed. */
   badInput: 2,
-  /** The operator's roles do not allow it: nothing was changed, the refusal is audited. */
-  notPermitted: 3,
+  /**
+   * Refused: the workflow rejected the decision, or the operator's roles do not allow the command
+   * (both audited), or the operator token is not valid; nothing was changed.
+   */
+  refused: 3,
 } as const;
 
 export interface CliContext {
@@ -24,19 +28,15 @@ export interface CliContext {
   setExitCode(code: number): void;
 }
 
-/**
- * Wraps a command's work for commander: the last argument commander passes is the command itself,
- * whose `--operator` option names who acts.
- */
+/** Wraps a command's work for commander: a session for it, its exit code, one line for what went wrong. */
 export function operatorAction<A extends unknown[]>(
   ctx: CliContext,
   work: (session: Session, ...args: A) => Promise<number>,
 ): (...args: A) => Promise<void> {
   return async (...args: A) => {
-    const command = args[args.length - 1] as Command;
     let session: Session | undefined;
     try {
-      session = openSession(ctx.io, command.opts().operator);
+      session = openSession(ctx.io);
       ctx.setExitCode(await work(session, ...args));
     } catch (err) {
       ctx.setExitCode(report(ctx.io, err));
@@ -47,13 +47,12 @@ export function operatorAction<A extends unknown[]>(
 }
 
 function report(io: CliIo, err: unknown): number {
-  const message = err instanceof Error ? err.message : String(err);
-  printLine(io.stderr, `replyflow: ${message}`);
-  if (err instanceof NotPermittedError) return EXIT.notPermitted;
+  printLine(io.stderr, `replyflow: ${errorMessage(err)}`);
+  if (err instanceof NotPermittedError || err instanceof OperatorTokenRefusedError) return EXIT.refused;
   if (
     err instanceof OperatorInputError ||
+    err instanceof OperatorAccountError ||
     err instanceof ConfigError ||
-    err instanceof RoleConfigError ||
     err instanceof ConnectionSecurityError
   )
     return EXIT.badInput;

@@ -1,6 +1,7 @@
 // Where the CLI reads and writes, injectable so that tests run commands in-process, plus the plain
 // text it prints: aligned tables, ages, and a progress bar that only draws on a terminal.
 import { createInterface } from 'node:readline/promises';
+import { Writable } from 'node:stream';
 
 export interface Output {
   write(text: string): unknown;
@@ -13,6 +14,8 @@ export interface CliIo {
   stderr: Output;
   /** Asks a yes/no question; resolves false when nobody can answer it (not a terminal). */
   confirm(question: string): Promise<boolean>;
+  /** Reads one secret line: typed without echo on a terminal, else the first line of stdin. */
+  readSecret(prompt: string): Promise<string>;
 }
 
 export function processIo(): CliIo {
@@ -27,6 +30,23 @@ export function processIo(): CliIo {
         return /^y(es)?$/i.test((await rl.question(`${question} [y/N] `)).trim());
       } finally {
         rl.close();
+      }
+    },
+    async readSecret(prompt) {
+      if (!process.stdin.isTTY) {
+        let text = '';
+        for await (const chunk of process.stdin) text += chunk;
+        return text.split('\n')[0]!.trim();
+      }
+      process.stderr.write(prompt);
+      // Echo goes nowhere: the secret never shows on the screen or in the terminal's scrollback.
+      const muted = new Writable({ write: (_chunk, _encoding, done) => done() });
+      const rl = createInterface({ input: process.stdin, output: muted, terminal: true });
+      try {
+        return (await rl.question('')).trim();
+      } finally {
+        rl.close();
+        process.stderr.write('\n');
       }
     },
   };

@@ -1,11 +1,14 @@
 // The `replyflow` command. `start` runs everything on embedded defaults; `receiver` and `worker` run
 // one role against configured servers; the operator commands (docs/cli.md) find and decide held and
 // failed work. `run(argv, io)` runs a command in-process and returns its exit code.
+
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { runClusterCommand } from '../cluster/command';
 import { ConfigError, loadConfig } from '../config';
+import { errorMessage } from '../failures';
 import { launch } from '../launcher';
 import { createLogger } from '../logger';
+import { registerAccountCommands } from './account-commands';
 import { type CliContext, EXIT } from './command';
 import { type CliIo, processIo } from './io';
 import { registerMaintenanceCommands } from './maintenance-commands';
@@ -24,6 +27,21 @@ function loadConfigOrExit(): ReturnType<typeof loadConfig> {
   }
 }
 
+/** What `start` says while nobody can decide yet: operators are accounts an admin creates (docs/cli.md). */
+const FIRST_OPERATOR_HINT = `
+No operator accounts yet, so nobody can decide held or failed work. Create them (each token is shown once):
+  npx replyflow operator add <name> --roles resend,mark-sent,discard,reprocess,conversation
+  npx replyflow operator add <another name> --roles approve     # a resend needs a second person's approval
+then \`npx replyflow login\` with the token, or sign in at the codec login above.`;
+
+/** What the banner adds when a server listens somewhere other than the URL it prints (HOST=0.0.0.0). */
+function listeningNote(url: string, listening: string | undefined): string {
+  if (!listening || new URL(url).host === listening) return '';
+  return listening.startsWith('0.0.0.0:') || listening.startsWith('[::]:')
+    ? `  listening on ${listening}: every interface`
+    : `  listening on ${listening}`;
+}
+
 function runRole(role: 'all' | 'receiver' | 'worker') {
   return async () => {
     const config = loadConfigOrExit();
@@ -32,34 +50,41 @@ function runRole(role: 'all' | 'receiver' | 'worker') {
     try {
       running = await launch(config, logger, role);
     } catch (err) {
-      console.error(`replyflow: ${(err as Error).message}`);
+      // With its causes: a start Temporal refused says why only in the cause.
+      console.error(`replyflow: ${errorMessage(err)}`);
       process.exit(1);
     }
     const { urls } = running;
     const lines = [
       urls.receiver &&
-        `  receiver      ${urls.receiver}  (POST /webhooks/<provider>, /healthz, /readyz, /metrics)`,
+        `  receiver      ${urls.receiver}  (POST /webhooks/<provider>, /healthz, /readyz, /metrics)${listeningNote(urls.receiver, urls.receiverListening)}`,
       urls.sandbox && `  sandbox page  ${urls.sandbox}`,
       urls.temporalUi && `  Temporal UI   ${urls.temporalUi}`,
       urls.codecLogin &&
-        `  codec login   ${urls.codecLogin}  (to read payloads in the UI; token ${urls.codecTokenFile ? `in ${urls.codecTokenFile}` : 'CODEC_AUTH_TOKEN'})`,
-      urls.workerMetrics && `  worker        ${urls.workerMetrics}`,
+        `  codec login   ${urls.codecLogin}  (operators sign in with their token to read payloads and decide in the UI)`,
+      urls.workerMetrics &&
+        `  worker        ${urls.workerMetrics}${listeningNote(urls.workerMetrics, urls.workerMetricsListening)}`,
       `  Temporal      ${urls.temporal}`,
       `  PostgreSQL    ${urls.database}`,
     ].filter(Boolean);
     console.log(
       `replyflow is running (${role === 'all' ? 'everything' : role}):\n${lines.join('\n')}\nPress Ctrl-C to stop.`,
     );
+    if (running.noOperators) console.log(FIRST_OPERATOR_HINT);
     let stopping = false;
     const shutdown = async (signal: string) => {
-      if (stopping) return;
+      if (stopping) {
+        // A second Ctrl-C: stop waiting. What this process started ends with it (the dev server).
+        console.log(`replyflow: ${signal} again, stopping now`);
+        process.exit(130);
+      }
       stopping = true;
-      console.log(`replyflow: ${signal}, stopping…`);
+      console.log(`replyflow: ${signal}, stopping… (again to stop at once)`);
       await running.stop();
       process.exit(0);
     };
-    process.once('SIGINT', () => void shutdown('SIGINT'));
-    process.once('SIGTERM', () => void shutdown('SIGTERM'));
+    process.on('SIGINT', () => void shutdown('SIGINT'));
+    process.on('SIGTERM', () => void shutdown('SIGTERM'));
     // A worker that dies on its own takes the process down, so a supervisor (or a person) restarts it.
     running.failed.catch(async (err: Error) => {
       if (stopping) return;
@@ -141,6 +166,7 @@ export function buildProgram(
     });
   registerWorkCommands(program, ctx);
   registerMaintenanceCommands(program, ctx);
+  registerAccountCommands(program, ctx);
   return program;
 }
 
@@ -168,7 +194,7 @@ if (require.main === module || process.env.REPLYFLOW_CLI === '1') {
       process.exitCode = code;
     },
     (err) => {
-      console.error(`replyflow: ${(err as Error).message}`);
+      console.error(`replyflow: ${errorMessage(err)}`);
       process.exit(1);
     },
   );

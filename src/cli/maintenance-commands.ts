@@ -10,7 +10,6 @@ import { type CliContext, EXIT, operatorAction, parseDurationFlag, parseTime } f
 import { type CliIo, formatAge, printJson, printLine, table } from './io';
 import { auditTable } from './work-commands';
 
-const operatorOption = () => new Option('--operator <name>', 'who acts (default: REPLYFLOW_OPERATOR)');
 const jsonOption = () => new Option('--json', 'print JSON instead of text');
 
 export function registerMaintenanceCommands(program: Command, ctx: CliContext): void {
@@ -21,7 +20,6 @@ export function registerMaintenanceCommands(program: Command, ctx: CliContext): 
       '--grace <duration>',
       'running work older than this without an outcome is reported (default: SEND_MAX_ELAPSED + 1h)',
     )
-    .addOption(operatorOption())
     .addOption(jsonOption())
     .action(
       operatorAction(ctx, async (session, opts: { grace?: string; json?: boolean }) => {
@@ -49,7 +47,6 @@ export function registerMaintenanceCommands(program: Command, ctx: CliContext): 
     .option('--since <time>', 'from (1h, 7d or an ISO time)')
     .option('--until <time>', 'before (1h, 7d or an ISO time)')
     .option('--limit <n>', 'at most this many rows, the newest', '1000')
-    .addOption(operatorOption())
     .addOption(jsonOption())
     .action(
       operatorAction(ctx, async (session, opts: AuditOptions) => {
@@ -76,7 +73,6 @@ export function registerMaintenanceCommands(program: Command, ctx: CliContext): 
     .addArgument(new Argument('<action>', 'what to do').choices(['handoff', 'handback', 'close', 'reopen']))
     .argument('<conversationKey>', '<provider>:<conversation id>, e.g. slack:C123:1712345678.000200')
     .requiredOption('--reason <text>', 'why, for the audit log')
-    .addOption(operatorOption())
     .addOption(jsonOption())
     .action(
       operatorAction(
@@ -120,7 +116,6 @@ export function registerMaintenanceCommands(program: Command, ctx: CliContext): 
     .requiredOption('--older-than <duration>', 'e.g. 30d; shorter than 3d is refused')
     .option('--reason <text>', 'why, for the audit log', 'retention')
     .option('--dry-run', 'count what would be purged and change nothing')
-    .addOption(operatorOption())
     .addOption(jsonOption())
     .action(
       operatorAction(ctx, async (session, opts: PurgeOptions) => {

@@ -1,74 +1,87 @@
-// What one operator command runs with: the configuration, who is acting and what their roles allow,
-// and connections to Temporal and PostgreSQL opened on first use and closed when the command ends.
-// Unset addresses mean the embedded system `replyflow start` runs under the data dir.
+// What one operator command runs with: the configuration, the operator behind the token (checked
+// against the operators table, or by the codec server), and connections to Temporal and PostgreSQL
+// opened on first use and closed when the command ends. Temporal payloads go through the codec
+// server with the operator's token, so the CLI needs no payload key. Unset addresses mean the
+// embedded system `replyflow start` runs under the data dir.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { type Config, loadConfig } from '../config';
+import { createOperatorStore, type OperatorAccount } from '../db/operators';
 import { createPool, type Pool } from '../db/pool';
+import type { OperatorRole } from '../model';
 import { NOT_PERMITTED, recordAction } from '../operator/audit';
-import { NotPermittedError, OperatorInputError } from '../operator/errors';
-import { loadRoles, permits, type Role, type RoleTable } from '../operator/roles';
-import {
-  connectClient,
-  connectionSecurity,
-  keyring,
-  resolveEncryptionKey,
-  type TemporalClient,
-} from '../temporal/client';
+import { NotPermittedError, OperatorInputError, OperatorTokenRefusedError } from '../operator/errors';
+import { connectionSecurity, connectWithCodec, type TemporalClient } from '../temporal/client';
+import { CodecServerClient } from '../temporal/codec-client';
+import { CODEC_PATH } from '../temporal/codec-server';
 import type { CliIo } from './io';
+import { operatorToken } from './operator-token';
 
 /** The embedded launcher's Temporal frontend (src/launcher.ts). */
-export const EMBEDDED_TEMPORAL_ADDRESS = '127.0.0.1:7233';
 
 export interface Session {
   config: Config;
-  roles: RoleTable;
-  /** Who acts: `--operator`, else REPLYFLOW_OPERATOR; undefined when neither is given. */
-  operator?: string;
   pool(): Promise<Pool>;
+  /** Temporal, with payloads encoded (decisions sealed) and decoded by the codec server as this operator. */
   client(): Promise<Client>;
+  /** The codec server, as this operator. */
+  codecServer(): CodecServerClient;
+  /** The enabled account the token belongs to, from the operators table. */
+  operator(): Promise<OperatorAccount>;
   /**
    * Returns who acts when their roles allow `role`; otherwise records the refusal in the audit log
    * (actor, action, target, `rejected: not permitted`) and throws {@link NotPermittedError}.
    */
-  authorize(role: Role, refusal: { action: string; target: string; reason?: string }): Promise<string>;
+  authorize(
+    role: OperatorRole,
+    refusal: { action: string; target: string; reason?: string },
+  ): Promise<string>;
   close(): Promise<void>;
 }
 
-export function openSession(io: CliIo, operatorFlag?: string): Session {
+export function openSession(io: CliIo): Session {
   const config = loadConfig(io.env);
-  const roles = loadRoles(config);
-  const operator = validOperator(operatorFlag ?? config.REPLYFLOW_OPERATOR);
   let pool: Pool | undefined;
   let temporal: Promise<TemporalClient> | undefined;
+  let codec: CodecServerClient | undefined;
+  let account: Promise<OperatorAccount> | undefined;
 
   const session: Session = {
     config,
-    roles,
-    operator,
     async pool() {
       pool ??= createPool(databaseUrl(config), 4);
       return pool;
     },
+    codecServer() {
+      codec ??= new CodecServerClient(codecUrl(config), operatorToken(config, io.env));
+      return codec;
+    },
     async client() {
-      temporal ??= connectClient(
-        config.TEMPORAL_ADDRESS ?? EMBEDDED_TEMPORAL_ADDRESS,
+      const payloadCodec = session.codecServer();
+      temporal ??= connectWithCodec(
+        config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_DEV_PORT}`,
         config.TEMPORAL_NAMESPACE,
-        resolveEncryptionKey(config),
+        payloadCodec,
         connectionSecurity(config),
-        keyring(config),
       );
       return (await temporal).client;
     },
+    operator() {
+      account ??= (async () => {
+        const token = operatorToken(config, io.env);
+        const found = await createOperatorStore(await session.pool()).authenticate(token);
+        if (!found)
+          throw new OperatorTokenRefusedError('the operators table does not know the operator token');
+        return found;
+      })();
+      return account;
+    },
     async authorize(role, refusal) {
-      if (operator === undefined) {
-        if (role === 'view' && permits(roles, undefined, 'view')) return '(anonymous)';
-        throw new OperatorInputError('say who you are: --operator <name> or REPLYFLOW_OPERATOR');
-      }
-      if (permits(roles, operator, role)) return operator;
-      await recordAction(await session.pool(), { actor: operator, ...refusal, result: NOT_PERMITTED });
-      throw new NotPermittedError(operator, role, roles.source);
+      const { name, roles } = await session.operator();
+      if (roles.includes(role)) return name;
+      await recordAction(await session.pool(), { actor: name, ...refusal, result: NOT_PERMITTED });
+      throw new NotPermittedError(name, role);
     },
     async close() {
       await Promise.all([
@@ -83,12 +96,9 @@ export function openSession(io: CliIo, operatorFlag?: string): Session {
   return session;
 }
 
-function validOperator(value: string | undefined): string | undefined {
-  if (value === undefined) return undefined;
-  const name = value.trim();
-  if (!name || name.length > 100)
-    throw new OperatorInputError('the operator name must be 1 to 100 characters');
-  return name;
+/** REPLYFLOW_CODEC_URL, else the codec server of the receiver `replyflow start` runs on this machine. */
+export function codecUrl(config: Config): string {
+  return config.REPLYFLOW_CODEC_URL ?? `http://127.0.0.1:${config.PORT}${CODEC_PATH}`;
 }
 
 /**

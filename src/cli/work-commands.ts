@@ -2,14 +2,7 @@
 // decide (`resolve`, `approve`, `reprocess`, one workflow or a selection).
 import { type Command, Option } from 'commander';
 import type { ResolveAction } from '../../workflows/messages';
-import {
-  actionOf,
-  type DecisionOutcome,
-  type DecisionRequest,
-  decide,
-  roleFor,
-  validateRequest,
-} from '../operator/decisions';
+import { accepted, actionOf, type DecisionRequest, decide, validateRequest } from '../operator/decisions';
 import { OperatorInputError } from '../operator/errors';
 import { inspectWorkflow } from '../operator/inspect';
 import { type ItemResult, planReprocess, runReprocess, type SelectionItem } from '../operator/selection';
@@ -18,10 +11,9 @@ import { type CliContext, EXIT, operatorAction, parseDurationFlag, parseTime } f
 import { type CliIo, formatAge, printJson, printLine, progressBar, table } from './io';
 import type { Session } from './session';
 
-const operatorOption = () => new Option('--operator <name>', 'who acts (default: REPLYFLOW_OPERATOR)');
 const jsonOption = () => new Option('--json', 'print JSON instead of a table');
 const waitOption = () =>
-  new Option('--wait <duration>', 'how long to wait for the workflow to decide').default('60s');
+  new Option('--wait <duration>', "how long to wait for the workflow's verdict").default('60s');
 
 export function registerWorkCommands(program: Command, ctx: CliContext): void {
   for (const kind of ['held', 'failed'] as const) {
@@ -32,7 +24,6 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
           ? 'list held work (outcome unknown) and resends awaiting approval'
           : 'list failed work waiting for reprocess or discard',
       )
-      .addOption(operatorOption())
       .addOption(jsonOption())
       .option('--integration <name>', 'only this integration')
       .option('--since <time>', 'only events that arrived since (1h, 7d or an ISO time)')
@@ -55,7 +46,6 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
     .command('show')
     .description("one workflow: its status query, effect rows and audit rows (never the message's text)")
     .argument('<workflowId>')
-    .addOption(operatorOption())
     .addOption(jsonOption())
     .action(
       operatorAction(ctx, async (session, workflowId: string, opts: { json?: boolean }) => {
@@ -80,7 +70,6 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
     )
     .requiredOption('--reason <text>', 'why, for the audit log')
     .option('--external-id <id>', 'with mark-sent: the id the target gave the message that was sent')
-    .addOption(operatorOption())
     .addOption(waitOption())
     .addOption(jsonOption())
     .action(
@@ -99,7 +88,6 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
     .description('approve a resend another operator asked for')
     .argument('<workflowId>')
     .requiredOption('--reason <text>', 'why, for the audit log')
-    .addOption(operatorOption())
     .addOption(waitOption())
     .addOption(jsonOption())
     .action(
@@ -121,7 +109,6 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
     .option('--since <time>', 'select failed work that arrived since (1h, 7d or an ISO time)')
     .option('--dry-run', 'show what would happen and change nothing')
     .option('--yes', 'do not ask for confirmation')
-    .addOption(operatorOption())
     .addOption(waitOption())
     .addOption(jsonOption())
     .action(
@@ -293,31 +280,20 @@ async function decideOne(
 ): Promise<number> {
   validateRequest(request);
   const waitMs = parseDurationFlag(opts.wait, '--wait');
-  const operator = await session.authorize(roleFor(request), {
-    action: actionOf(request),
-    target: workflowId,
-    reason: request.reason,
-  });
-  const outcome = await decide(await session.client(), {
-    workflowId,
-    operator,
-    request,
-    waitMs,
-    onSent: (requestId) => {
-      if (!opts.json)
-        printLine(io.stdout, `Sent ${actionOf(request)} to ${workflowId} (requestId ${requestId}).`);
-    },
-  });
-  if (opts.json) printJson(io.stdout, outcome);
-  else printLine(io.stdout, verdictLine(outcome, waitMs));
-  return outcome.decision?.result === 'accepted' ? EXIT.ok : EXIT.notDone;
-}
-
-function verdictLine({ decision, state, workflowId }: DecisionOutcome, waitMs: number): string {
-  if (!decision)
-    return `No verdict within ${formatAge(waitMs)} (state ${state}); the signal was sent: check \`replyflow show ${workflowId}\`.`;
-  const detail = decision.detail ? `: ${decision.detail}` : '';
-  return `${decision.result === 'accepted' ? 'Accepted' : 'Rejected'}${detail} (state ${decision.stateBefore} → ${state}).`;
+  // The codec server checks the token first, so a refused one stops here, before anything is read.
+  const { operator } = await session.codecServer().whoami();
+  const outcome = await decide(await session.client(), { workflowId, request, waitMs });
+  if (opts.json) printJson(io.stdout, { ...outcome, operator });
+  else {
+    printLine(io.stdout, `${actionOf(request)} ${workflowId} as ${operator} (update ${outcome.updateId})`);
+    printLine(
+      io.stdout,
+      outcome.verdict ??
+        `No verdict within ${formatAge(waitMs)}: the update was sent; check \`replyflow show ${workflowId}\`.`,
+    );
+  }
+  if (outcome.verdict === undefined) return EXIT.notDone;
+  return accepted(outcome) ? EXIT.ok : EXIT.refused;
 }
 
 function selects(opts: ReprocessOptions): boolean {
@@ -351,8 +327,8 @@ async function reprocessSelection(
   const reason = opts.reason.trim();
   if (!reason) throw new OperatorInputError('a reason is required (--reason "…")');
   const waitMs = parseDurationFlag(opts.wait, '--wait');
-  // A dry run only reads, so viewing is enough for it.
-  const operator = await session.authorize(opts.dryRun ? 'view' : 'reprocess', {
+  // Planning reads work and effect rows: viewing. Each item's workflow judges the reprocess itself.
+  const operator = await session.authorize('view', {
     action: 'reprocess',
     target: `selection: ${query}`,
     reason,
@@ -379,7 +355,6 @@ async function reprocessSelection(
   }
   const progress = progressBar(io.stderr, todo.length);
   const results = await runReprocess(client, pool, plan, {
-    operator,
     reason,
     waitMs,
     onItem: (result, done) => {
@@ -396,7 +371,8 @@ async function reprocessSelection(
       io.stdout,
       `Reprocessed ${count('accepted')}, skipped ${count('skipped')}, rejected ${count('rejected')}, undecided ${count('undecided')}.`,
     );
-  return count('rejected') + count('undecided') === 0 ? EXIT.ok : EXIT.notDone;
+  if (count('rejected') > 0) return EXIT.refused;
+  return count('undecided') > 0 ? EXIT.notDone : EXIT.ok;
 }
 
 function printPlan(io: CliIo, plan: SelectionItem[]): void {
@@ -422,7 +398,6 @@ function printPlan(io: CliIo, plan: SelectionItem[]): void {
 
 function resultLine(r: ItemResult): string {
   const detail = r.detail ? `: ${r.detail}` : '';
-  const after = r.stateAfter ? ` (state ${r.stateAfter})` : '';
-  const id = r.requestId ? ` [requestId ${r.requestId}]` : '';
-  return `${r.result} ${r.workflowId}${detail}${after}${id}`;
+  const id = r.updateId ? ` [update ${r.updateId}]` : '';
+  return `${r.result} ${r.workflowId}${detail}${id}`;
 }

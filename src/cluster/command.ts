@@ -3,6 +3,8 @@
 // everything is and stops everything on Ctrl-C.
 import { chmodSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
+import { migrate } from '../db/migrate';
+import { createPool } from '../db/pool';
 import type { EmbeddedPostgres } from '../embedded/postgres';
 import { type Cluster, startCluster, type TemporalDatabase, temporalDatabaseFromUrl } from './cluster';
 import { installTemporalServer, TEMPORAL_SERVER_VERSION } from './install';
@@ -52,8 +54,12 @@ export async function startClusterCommand(
     chmodSync(dir, 0o755);
     log(`starting the embedded PostgreSQL (data in ${path.join(dir, 'postgres')})`);
     postgres = await startClusterPostgres(path.join(dir, 'postgres'));
-    database = temporalDatabaseFromUrl(postgres.url);
-    databaseLabel = `${withoutPassword(postgres.url).replace(/\/[^/]*$/, '')} (embedded)`;
+    // replyflow's tables belong to the superuser; its processes connect as the application's role.
+    const admin = createPool(postgres.adminUrl, 1);
+    await migrate(admin).finally(() => admin.end());
+    // The superuser: Temporal creates its own two databases.
+    database = temporalDatabaseFromUrl(postgres.adminUrl);
+    databaseLabel = `${withoutPassword(postgres.adminUrl).replace(/\/[^/]*$/, '')} (embedded)`;
   }
   try {
     const cluster = await startCluster({
@@ -101,7 +107,7 @@ export async function runClusterCommand(options: ClusterCommandOptions): Promise
     '  Web UI        not started: the UI server is not served by the Go module proxy (docs/deploy.md)',
   ];
   const runWith = running.replyflowDatabaseUrl
-    ? `TEMPORAL_ADDRESS=${cluster.address} DATABASE_URL=${withoutPassword(running.replyflowDatabaseUrl)} (its password: see src/embedded/postgres.ts)`
+    ? `TEMPORAL_ADDRESS=${cluster.address} DATABASE_URL=${withoutPassword(running.replyflowDatabaseUrl)} (its password: in replyflow-credentials.json under ${path.join(path.resolve(options.dataDir), 'cluster', 'postgres')}, readable by its owner only)`
     : `TEMPORAL_ADDRESS=${cluster.address} and your DATABASE_URL`;
   console.log(
     `Temporal cluster (server ${TEMPORAL_SERVER_VERSION}, ${cluster.nodes.length} nodes on PostgreSQL) is running:\n` +

@@ -10,7 +10,7 @@ export const CLUSTER_MAX_CONNECTIONS = 300;
 /** Starts the embedded PostgreSQL in `dir`; the first time, raises max_connections and restarts it. */
 export async function startClusterPostgres(dir: string): Promise<EmbeddedPostgres> {
   const postgres = await startEmbeddedPostgres({ dir });
-  const client = new pg.Client({ connectionString: postgres.url });
+  const client = new pg.Client({ connectionString: postgres.adminUrl });
   let current: number;
   try {
     await client.connect();

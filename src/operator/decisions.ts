@@ -1,36 +1,32 @@
-// One operator decision on one event workflow: check that the workflow can take it, send the signal
-// with a fresh requestId, then watch the workflow's `status` until it records its verdict on that
-// requestId. The workflow judges and audits; this module only refuses what could never be judged.
+// One operator decision on one event workflow: check that the workflow can take it, then execute the
+// decision's Workflow Update with a fresh update id and return the workflow's verdict. The codec
+// server seals the decision for the operator behind the client's token on its way; the workflow
+// verifies the seal and judges roles, the two-person rule and the state. This module only refuses
+// what could never be judged, so that a typo costs no audit row.
 import { randomUUID } from 'node:crypto';
-import type { Client } from '@temporalio/client';
+import { type Client, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
 import {
-  approveSignal,
-  type OperatorDecision,
-  type ReplyState,
+  approveUpdate,
+  type DecisionInput,
   type ResolveAction,
-  reprocessSignal,
-  resolveSignal,
+  reprocessUpdate,
+  resolveUpdate,
 } from '../../workflows/messages';
 import { OperatorInputError } from './errors';
-import type { Role } from './roles';
-import { QUERY_TIMEOUT_MS, type WorkflowStatus, workflowStatus } from './workflows';
+import type { WorkflowStatus } from './workflows';
+import { workflowStatus } from './workflows';
 
 export type DecisionRequest =
   | { signal: 'resolve'; action: ResolveAction; reason: string; externalId?: string }
   | { signal: 'approve'; reason: string }
   | { signal: 'reprocess'; reason: string };
 
-/** The role each decision needs: asking for a resend and approving it are different roles. */
-export function roleFor(request: DecisionRequest): Role {
-  return request.signal === 'resolve' ? request.action : request.signal;
-}
-
 /** The action name the workflow writes to the audit log for this request. */
 export function actionOf(request: DecisionRequest): string {
   return request.signal === 'resolve' ? request.action : request.signal;
 }
 
-/** Limits as the workflow applies them (workflows/operator.ts), checked here to fail before signalling. */
+/** Limits as the workflow applies them (workflows/operator.ts), checked here to fail before deciding. */
 export function validateRequest(request: DecisionRequest): void {
   const reason = request.reason.trim();
   if (!reason) throw new OperatorInputError('a reason is required (--reason "…")');
@@ -73,70 +69,50 @@ export function refusalFor(request: DecisionRequest, current: WorkflowStatus): s
 
 export interface DecisionOutcome {
   workflowId: string;
-  requestId: string;
-  /** The workflow's verdict; undefined when it did not decide within the wait. */
-  decision?: OperatorDecision;
-  /** The workflow's state when the verdict was seen (or the wait ended). */
-  state: ReplyState;
+  /** The update's id: the server runs an update id once, however often the call is retried. */
+  updateId: string;
+  /** The workflow's answer, `Accepted: …` or `Rejected: …`; undefined when none came within the wait. */
+  verdict?: string;
+}
+
+export function accepted(outcome: DecisionOutcome): boolean {
+  return outcome.verdict?.startsWith('Accepted') ?? false;
 }
 
 export interface DecideOptions {
   workflowId: string;
-  operator: string;
   request: DecisionRequest;
-  /** How long to watch for the verdict. @default 60s */
+  /** How long to wait for the verdict. @default 60s */
   waitMs?: number;
-  /** Called once the signal is sent, so the caller can show the requestId before the wait. */
-  onSent?: (requestId: string) => void;
   /** The status already read (a selection re-check); read afresh when omitted. */
   current?: WorkflowStatus;
 }
 
-const POLL_MS = 250;
+const UPDATES = { resolve: resolveUpdate, approve: approveUpdate, reprocess: reprocessUpdate };
 
 export async function decide(client: Client, options: DecideOptions): Promise<DecisionOutcome> {
-  const { workflowId, operator, request } = options;
+  const { workflowId, request } = options;
   validateRequest(request);
   const current = options.current ?? (await workflowStatus(client, workflowId));
   const refusal = refusalFor(request, current);
   if (refusal) throw new OperatorInputError(refusal);
 
-  const requestId = randomUUID();
+  // Who decides is not part of the input: the codec server seals that in from the token.
+  const input: DecisionInput = {
+    workflowId,
+    reason: request.reason.trim(),
+    ...(request.signal === 'resolve' ? { action: request.action } : {}),
+    ...(request.signal === 'resolve' && request.externalId ? { externalId: request.externalId.trim() } : {}),
+  };
+  const updateId = randomUUID();
   const handle = client.workflow.getHandle(workflowId, current.runId);
-  const reason = request.reason.trim();
-  switch (request.signal) {
-    case 'resolve':
-      await handle.signal(resolveSignal, {
-        action: request.action,
-        operator,
-        reason,
-        ...(request.externalId ? { externalId: request.externalId.trim() } : {}),
-        requestId,
-      });
-      break;
-    case 'approve':
-      await handle.signal(approveSignal, { approver: operator, reason, requestId });
-      break;
-    case 'reprocess':
-      await handle.signal(reprocessSignal, { operator, reason, requestId });
-      break;
-  }
-  options.onSent?.(requestId);
-  return awaitVerdict(client, workflowId, requestId, options.waitMs ?? 60_000);
-}
-
-/** Watches the `status` query (an observation of the workflow) until it shows the verdict on `requestId`. */
-export async function awaitVerdict(
-  client: Client,
-  workflowId: string,
-  requestId: string,
-  waitMs: number,
-): Promise<DecisionOutcome> {
-  const deadline = Date.now() + waitMs;
-  for (;;) {
-    const { status } = await workflowStatus(client, workflowId, Math.min(QUERY_TIMEOUT_MS, waitMs));
-    const decision = status.operatorHistory.find((d) => d.requestId === requestId);
-    if (decision || Date.now() >= deadline) return { workflowId, requestId, decision, state: status.state };
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+  try {
+    const verdict = await client.connection.withDeadline(Date.now() + (options.waitMs ?? 60_000), () =>
+      handle.executeUpdate(UPDATES[request.signal], { args: [input], updateId }),
+    );
+    return { workflowId, updateId, verdict };
+  } catch (err) {
+    if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) return { workflowId, updateId };
+    throw err;
   }
 }

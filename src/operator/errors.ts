@@ -11,8 +11,18 @@ export class NotPermittedError extends Error {
   constructor(
     readonly operator: string,
     readonly role: string,
-    readonly source: string,
   ) {
-    super(`${operator} may not ${role} according to ${source}; the refusal is in the audit log`);
+    super(`${operator} may not ${role} (no ${role} role); the refusal is in the audit log`);
+  }
+}
+
+/**
+ * Thrown when the operator token is refused, by the operators table or the codec server: unknown,
+ * disabled or rotated. The message never carries the token.
+ */
+export class OperatorTokenRefusedError extends Error {
+  override name = 'OperatorTokenRefusedError';
+  constructor(where: string) {
+    super(`${where} (unknown, disabled or rotated): ask an admin for a valid one, then \`replyflow login\``);
   }
 }

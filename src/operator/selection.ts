@@ -3,7 +3,7 @@
 // an item that changed since the plan (resolved, reprocessed, taken over) is skipped, not pushed.
 import type { Client } from '@temporalio/client';
 import type { Pool } from '../db/pool';
-import { decide } from './decisions';
+import { accepted, decide } from './decisions';
 import { OperatorInputError } from './errors';
 import { effectsOf } from './inspect';
 import { listEventWorkflows, type WorkflowStatus, workflowStatus } from './workflows';
@@ -63,20 +63,19 @@ export interface ItemResult {
   workflowId: string;
   businessKey?: string;
   result: 'accepted' | 'rejected' | 'skipped' | 'undecided';
+  /** The workflow's verdict, or why the item was skipped. */
   detail?: string;
-  requestId?: string;
-  stateAfter?: string;
+  updateId?: string;
 }
 
 export interface RunOptions {
-  operator: string;
   reason: string;
   waitMs?: number;
   /** Called after each item, for a progress display. */
   onItem?: (result: ItemResult, done: number, total: number) => void;
 }
 
-/** Reprocesses the planned items one by one, re-checking each immediately before its signal. */
+/** Reprocesses the planned items one by one, re-checking each immediately before its update. */
 export async function runReprocess(
   client: Client,
   pool: Pool,
@@ -113,20 +112,12 @@ async function reprocessOne(
   try {
     const outcome = await decide(client, {
       workflowId,
-      operator: options.operator,
       request: { signal: 'reprocess', reason: options.reason },
       waitMs: options.waitMs,
       current,
     });
-    const { decision } = outcome;
-    return {
-      workflowId,
-      businessKey,
-      requestId: outcome.requestId,
-      result: decision ? decision.result : 'undecided',
-      detail: decision?.detail,
-      stateAfter: outcome.state,
-    };
+    const result = outcome.verdict === undefined ? 'undecided' : accepted(outcome) ? 'accepted' : 'rejected';
+    return { workflowId, businessKey, updateId: outcome.updateId, result, detail: outcome.verdict };
   } catch (err) {
     if (err instanceof OperatorInputError)
       return { workflowId, businessKey, result: 'skipped', detail: `changed since the plan: ${err.message}` };

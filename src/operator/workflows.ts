@@ -1,5 +1,6 @@
 // Reading event workflows for operators: lists from Temporal visibility (search attributes only) and
 // one workflow's `status` query, bounded in time so a missing worker is an error, not a hang.
+
 import { type Client, isGrpcServiceError, type WorkflowExecutionInfo } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import type { StatusView } from '../../workflows/messages';
@@ -13,7 +14,9 @@ import {
   RecommendedAction,
   ReplyState,
 } from '../../workflows/search-attributes';
-import { OperatorInputError } from './errors';
+import { errorMessage } from '../failures';
+import { CodecServerError } from '../temporal/codec-client';
+import { OperatorInputError, OperatorTokenRefusedError } from './errors';
 
 /** One row of the `held` and `failed` lists: identifiers and classifications, never message text. */
 export interface WorkItem {
@@ -65,7 +68,7 @@ export async function listEventWorkflows(client: Client, query: string): Promise
     }
   } catch (err) {
     if (isInvalidArgument(err))
-      throw new OperatorInputError(`Temporal refused the query: ${(err as Error).message}`);
+      throw new OperatorInputError(`Temporal refused the query: ${errorMessage(err)}`);
     throw err;
   }
   return items.sort((a, b) => a.startedAt.localeCompare(b.startedAt));
@@ -139,8 +142,10 @@ export async function workflowStatus(
   const status = await client.connection
     .withDeadline(Date.now() + timeoutMs, () => handle.query(statusQuery))
     .catch((err: unknown) => {
+      // The answer came, but the codec server would not decode it for this operator.
+      if (err instanceof OperatorTokenRefusedError || err instanceof CodecServerError) throw err;
       throw new Error(
-        `${workflowId} did not answer its status query (${(err as Error).message}); is a worker running on task queue ${description.taskQueue}?`,
+        `${workflowId} did not answer its status query (${errorMessage(err)}); is a worker running on task queue ${description.taskQueue}?`,
       );
     });
   return {

@@ -1,6 +1,6 @@
 // The registry of inbound providers. A provider whose secret is unset is disabled (404).
-import type { Config } from '../config';
-import { githubProvider } from './github';
+import { type Config, sandboxSecrets } from '../config';
+import { githubProvider, type SignedBodyLedger } from './github';
 import { lineProvider } from './line';
 import { sandboxProvider } from './sandbox';
 import { slackProvider } from './slack';
@@ -8,14 +8,21 @@ import { standardWebhooksProvider } from './standard-webhooks';
 import { stripeProvider } from './stripe';
 import type { WebhookProvider } from './types';
 
-export function createProviders(config: Config): WebhookProvider[] {
+export interface ProviderDeps {
+  /** Where the GitHub provider remembers signed bodies (its replay guard). */
+  githubBodies: SignedBodyLedger;
+}
+
+export function createProviders(config: Config, deps: ProviderDeps): WebhookProvider[] {
   const providers: WebhookProvider[] = [];
   if (config.SLACK_SIGNING_SECRET) providers.push(slackProvider(config.SLACK_SIGNING_SECRET));
   if (config.LINE_CHANNEL_SECRET) providers.push(lineProvider(config.LINE_CHANNEL_SECRET));
-  if (config.GITHUB_WEBHOOK_SECRET) providers.push(githubProvider(config.GITHUB_WEBHOOK_SECRET));
+  if (config.GITHUB_WEBHOOK_SECRET)
+    providers.push(githubProvider(config.GITHUB_WEBHOOK_SECRET, deps.githubBodies));
   if (config.STRIPE_WEBHOOK_SECRET) providers.push(stripeProvider(config.STRIPE_WEBHOOK_SECRET));
   if (Object.keys(config.STANDARD_WEBHOOKS_SECRETS).length > 0)
     providers.push(standardWebhooksProvider(config.STANDARD_WEBHOOKS_SECRETS));
-  if (config.SANDBOX_ENABLED) providers.push(sandboxProvider(config.SANDBOX_WEBHOOK_SECRET));
+  const sandbox = sandboxSecrets(config);
+  if (sandbox) providers.push(sandboxProvider(sandbox.webhookSecret));
   return providers;
 }

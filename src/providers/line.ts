@@ -3,7 +3,7 @@
 import { createHmac } from 'node:crypto';
 import { validateSignature } from '@line/bot-sdk';
 import { z } from 'zod';
-import { epochToIso, parseJson, validate } from './parse';
+import { epochMillis, epochToIso, parseJson, validate } from './parse';
 import {
   header,
   type InboundEvent,
@@ -49,7 +49,7 @@ const source = z.looseObject({
 const lineEvent = z.looseObject({
   type: z.string().min(1),
   webhookEventId: z.string().regex(/^[\w.:-]{1,200}$/, 'must be 1-200 letters, digits, or . _ : -'),
-  timestamp: z.number().int().nonnegative(),
+  timestamp: epochMillis,
   mode: z.string().optional(),
   source: source.optional(),
   deliveryContext: z.looseObject({ isRedelivery: z.boolean() }).optional(),
@@ -107,7 +107,7 @@ function normalise(destination: string, event: LineEvent, ctx: RequestContext): 
   };
 }
 
-export function lineProvider(channelSecret: string): WebhookProvider {
+export function lineProvider(channelSecret: string): WebhookProvider<ProviderResult> {
   return {
     name: 'line',
     contentTypes: ['application/json'],

@@ -1,7 +1,7 @@
 // The sandbox: the built-in demo channel. Its page posts chat messages that the server side signs
 // Standard-Webhooks style with the sandbox secret, so they take exactly the path real webhooks take.
 import { z } from 'zod';
-import { SANDBOX_MODES } from '../targets/sandbox';
+import { SANDBOX_MODES } from '../model';
 import { parseJson, validate } from './parse';
 import { readWebhookId, verifyStandardWebhook } from './standard-webhooks';
 import type { InboundEvent, ProviderResult, WebhookProvider } from './types';
@@ -33,7 +33,23 @@ export const sandboxEventSchema = z.discriminatedUnion('type', [
 
 export type SandboxMessage = z.infer<typeof sandboxMessageSchema>;
 
-export function sandboxProvider(secret: string): WebhookProvider {
+/**
+ * How far `sentAt` may stray from the time the event arrived. The conversation orders events by it, so
+ * a far-future `sentAt` would make every later message look older and freeze the conversation.
+ */
+export const SANDBOX_CLOCK_SKEW_MS = 5 * 60_000;
+
+/** `sentAt` held within SANDBOX_CLOCK_SKEW_MS of `receivedAt`, as ISO 8601. */
+export function clampSentAt(sentAt: string, receivedAt: Date): string {
+  const now = receivedAt.getTime();
+  const clamped = Math.min(
+    Math.max(Date.parse(sentAt), now - SANDBOX_CLOCK_SKEW_MS),
+    now + SANDBOX_CLOCK_SKEW_MS,
+  );
+  return new Date(clamped).toISOString();
+}
+
+export function sandboxProvider(secret: string): WebhookProvider<ProviderResult> {
   return {
     name: 'sandbox',
     contentTypes: ['application/json'],
@@ -42,7 +58,8 @@ export function sandboxProvider(secret: string): WebhookProvider {
     },
     parse(ctx): ProviderResult {
       const id = readWebhookId(ctx);
-      const body = validate(sandboxEventSchema, parseJson(ctx.rawBody));
+      const parsed = validate(sandboxEventSchema, parseJson(ctx.rawBody));
+      const body = { ...parsed, sentAt: clampSentAt(parsed.sentAt, ctx.receivedAt) };
       const event: InboundEvent = {
         provider: 'sandbox',
         eventId: id,

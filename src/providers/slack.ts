@@ -2,7 +2,7 @@
 // event_callback envelopes normalised so that a mention's `message` and `app_mention` events share a key.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
-import { epochToIso, parseJson, validate } from './parse';
+import { epochSeconds, epochToIso, parseJson, validate } from './parse';
 import {
   header,
   type InboundEvent,
@@ -62,17 +62,18 @@ const usableId = z.string().regex(/^[\w.:-]{1,200}$/, 'must be 1-200 letters, di
 
 const urlVerification = z.object({ type: z.literal('url_verification'), challenge: z.string().min(1) });
 
-// Loose: the whole envelope is kept as the payload, so routes can map any Slack field.
+// Loose: the whole envelope is kept as the payload, so routes can map any Slack field. The fields
+// required are those @slack/bolt's EnvelopedEvent declares required.
 const eventCallback = z.looseObject({
   type: z.literal('event_callback'),
   team_id: usableId,
   event_id: usableId,
-  event_time: z.number().int().nonnegative(),
+  event_time: epochSeconds,
   event: z.looseObject({ type: z.string().min(1) }),
 });
 
-/** Other envelope types (e.g. `app_rate_limited`) carry no event to make durable: 400. */
-const slackEnvelope = z.discriminatedUnion('type', [urlVerification, eventCallback]);
+/** Every envelope names its type; the ones above are read, any other is acknowledged and ignored. */
+const envelopeType = z.looseObject({ type: z.string().min(1) });
 
 /** The fields of a `message` or `app_mention` event that a reply needs. */
 const chatEvent = z.object({
@@ -138,7 +139,7 @@ function normalise(body: z.infer<typeof eventCallback>, ctx: RequestContext): In
   };
 }
 
-export function slackProvider(signingSecret: string): WebhookProvider {
+export function slackProvider(signingSecret: string): WebhookProvider<ProviderResult> {
   return {
     name: 'slack',
     contentTypes: ['application/json'],
@@ -146,11 +147,17 @@ export function slackProvider(signingSecret: string): WebhookProvider {
       verifySlackRequest(signingSecret, ctx);
     },
     parse(ctx): ProviderResult {
-      const body = validate(slackEnvelope, parseJson(ctx.rawBody));
-      if (body.type === 'url_verification') {
-        return { kind: 'answer', status: 200, body: { challenge: body.challenge } };
+      const body = parseJson(ctx.rawBody);
+      const { type } = validate(envelopeType, body);
+      if (type === 'url_verification') {
+        const { challenge } = validate(urlVerification, body);
+        return { kind: 'answer', status: 200, body: { challenge } };
       }
-      return { kind: 'events', events: [normalise(body, ctx)] };
+      if (type === 'event_callback')
+        return { kind: 'events', events: [normalise(validate(eventCallback, body), ctx)] };
+      // `app_rate_limited` (Slack stopped delivering for a minute) and envelope types Slack adds later
+      // carry no event: a non-2xx would only count as a failed delivery against the app.
+      return { kind: 'ignored', reason: type === 'app_rate_limited' ? type : 'unknown_envelope_type' };
     },
   };
 }

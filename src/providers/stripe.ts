@@ -2,7 +2,7 @@
 // events keyed by their `evt_` id. Stripe events get no default reply: effects come from routes only.
 import Stripe from 'stripe';
 import { z } from 'zod';
-import { epochToIso, parseJson, validate } from './parse';
+import { epochSeconds, epochToIso, parseJson, validate } from './parse';
 import {
   header,
   type ProviderResult,
@@ -60,19 +60,34 @@ export function signStripeEvent(secret: string, body: string, at = new Date()): 
   };
 }
 
+/**
+ * Both payload styles Stripe sends: a snapshot event (`created` in seconds, the object in `data`) and
+ * a thin event from an event destination (`object: "v2.core.event"`, `created` as ISO 8601, the
+ * object named in `related_object`), as the `stripe` package types them (Stripe.Event,
+ * Stripe.V2.Core.Event).
+ */
 const stripeEvent = z.looseObject({
   id: z
     .string()
     .regex(/^evt_[\w-]{1,200}$/, 'must be a Stripe event id: evt_ followed by letters, digits, - or _'),
   type: z.string().min(1),
-  created: z.number().int().nonnegative(),
+  created: z.union([epochSeconds, z.iso.datetime({ offset: true })]),
   data: z.looseObject({ object: z.looseObject({}) }).optional(),
+  related_object: z.looseObject({}).optional(),
 });
 
 /** The object an event is about, when it names one: the conversation (e.g. `payment_intent:pi_…`). */
-const dataObject = z.object({ object: z.string().min(1), id: z.string().min(1) });
+const snapshotObject = z.object({ object: z.string().min(1), id: z.string().min(1) });
+const relatedObject = z.object({ type: z.string().min(1), id: z.string().min(1) });
 
-export function stripeProvider(secret: string): WebhookProvider {
+function subjectOf(body: z.infer<typeof stripeEvent>): string | undefined {
+  const snapshot = snapshotObject.safeParse(body.data?.object);
+  if (snapshot.success) return `${snapshot.data.object}:${snapshot.data.id}`;
+  const related = relatedObject.safeParse(body.related_object);
+  return related.success ? `${related.data.type}:${related.data.id}` : undefined;
+}
+
+export function stripeProvider(secret: string): WebhookProvider<ProviderResult> {
   return {
     name: 'stripe',
     contentTypes: ['application/json'],
@@ -81,7 +96,11 @@ export function stripeProvider(secret: string): WebhookProvider {
     },
     parse(ctx): ProviderResult {
       const body = validate(stripeEvent, parseJson(ctx.rawBody));
-      const subject = dataObject.safeParse(body.data?.object);
+      const occurredAt =
+        typeof body.created === 'number'
+          ? epochToIso(body.created, 's')
+          : new Date(body.created).toISOString();
+      const subject = subjectOf(body);
       return {
         kind: 'events',
         events: [
@@ -90,17 +109,10 @@ export function stripeProvider(secret: string): WebhookProvider {
             eventId: body.id,
             workflowId: `webhook:stripe:${body.id}`,
             eventType: body.type,
-            occurredAt: epochToIso(body.created, 's'),
+            occurredAt,
             receivedAt: ctx.receivedAt.toISOString(),
             correlationId: ctx.correlationId,
-            ...(subject.success
-              ? {
-                  conversation: {
-                    id: `${subject.data.object}:${subject.data.id}`,
-                    version: String(body.created),
-                  },
-                }
-              : {}),
+            ...(subject ? { conversation: { id: subject, version: String(body.created) } } : {}),
             payload: body,
           },
         ],

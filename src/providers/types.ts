@@ -30,10 +30,19 @@ export interface InboundEvent {
   payload: unknown;
 }
 
-/** What a provider's `parse` returns: events to make durable, or an immediate answer (handshakes). */
+/**
+ * What a provider's `parse` returns: events to make durable, an immediate answer (handshakes), or a
+ * verified delivery that carries nothing to make durable (a notice about us, an envelope type we do
+ * not know yet): acknowledged, so that the sender does not retry it or disable the endpoint, and
+ * counted with its reason.
+ */
 export type ProviderResult =
   | { kind: 'events'; events: InboundEvent[] }
-  | { kind: 'answer'; status: number; body: unknown };
+  | { kind: 'answer'; status: number; body: unknown }
+  | { kind: 'ignored'; reason: IgnoredReason };
+
+/** Why a verified delivery was acknowledged without an event (a metric label: a closed set). */
+export type IgnoredReason = 'app_rate_limited' | 'unknown_envelope_type' | 'replayed_body';
 
 export interface RequestContext {
   rawBody: Buffer;
@@ -44,7 +53,10 @@ export interface RequestContext {
   correlationId: string;
 }
 
-export interface WebhookProvider {
+/** `Parsed`: what parse returns; providers that answer synchronously say so (`WebhookProvider<ProviderResult>`). */
+export interface WebhookProvider<
+  Parsed extends ProviderResult | Promise<ProviderResult> = ProviderResult | Promise<ProviderResult>,
+> {
   /** The path segment under /webhooks/. */
   readonly name: string;
   /** Content types the provider sends (415 otherwise). */
@@ -56,10 +68,10 @@ export interface WebhookProvider {
    */
   verify(ctx: RequestContext): void | Promise<void>;
   /**
-   * Validates and normalises a verified body.
+   * Validates and normalises a verified body. May be async (GitHub asks its replay ledger).
    * @throws WebhookPayloadError with zod issues (→ 400).
    */
-  parse(ctx: RequestContext): ProviderResult;
+  parse(ctx: RequestContext): Parsed;
 }
 
 /** Thrown when a request's signature, timestamp or signing headers are wrong or missing (401). */

@@ -11,15 +11,24 @@ import {
   type WebhookProvider,
   WebhookVerificationError,
 } from '../providers/types';
-import { type EventStarter, type StartOutcome, TemporalUnavailableError } from './start-event';
+import {
+  type EventStarter,
+  type StartOutcome,
+  storageProblem,
+  TemporalUnavailableError,
+} from './start-event';
 
-/** Whether each dependency answered its readiness probe. */
-export type ReadinessChecks = Record<'temporal' | 'postgres', boolean>;
+/** Whether each dependency answered its readiness probe, and what to do about those that did not. */
+export interface Readiness {
+  checks: Record<'temporal' | 'postgres' | 'searchAttributes', boolean>;
+  /** One actionable sentence per failed check that has more to say than "down" (e.g. a command to run). */
+  problems: string[];
+}
 
 export interface ReceiverDeps {
   providers: WebhookProvider[];
   starter: EventStarter;
-  readiness: () => Promise<ReadinessChecks>;
+  readiness: () => Promise<Readiness>;
   metrics: ReceiverMetrics;
   logger: Logger;
   bodyLimit: number;
@@ -35,6 +44,7 @@ const LOG_LEVELS: Record<WebhookOutcome, 'info' | 'warn' | 'error'> = {
   accepted: 'info',
   duplicate: 'info',
   answered: 'info',
+  ignored: 'info',
   rejected_signature: 'warn',
   invalid: 'warn',
   unavailable: 'error',
@@ -69,11 +79,12 @@ export function createReceiverApp(deps: ReceiverDeps): express.Express {
     res.json({ status: 'ok' });
   });
   app.get('/readyz', async (_req, res) => {
-    const checks = await deps.readiness();
+    const { checks, problems } = await deps.readiness();
     const ready = Object.values(checks).every(Boolean);
     res.status(ready ? 200 : 503).json({
       status: ready ? 'ready' : 'unavailable',
       checks: Object.fromEntries(Object.entries(checks).map(([name, up]) => [name, up ? 'up' : 'down'])),
+      ...(problems.length > 0 ? { problems } : {}),
     });
   });
   app.get('/metrics', async (_req, res) => {
@@ -145,9 +156,9 @@ export function createReceiverApp(deps: ReceiverDeps): express.Express {
         { reason: err.message },
       );
     }
-    let result: ReturnType<WebhookProvider['parse']>;
+    let result: Awaited<ReturnType<WebhookProvider['parse']>>;
     try {
-      result = provider.parse(ctx);
+      result = await provider.parse(ctx);
     } catch (err) {
       if (!(err instanceof WebhookPayloadError)) throw err;
       return answer(
@@ -158,6 +169,13 @@ export function createReceiverApp(deps: ReceiverDeps): express.Express {
       );
     }
     if (result.kind === 'answer') return answer('answered', result.status, result.body);
+    if (result.kind === 'ignored') {
+      deps.metrics.ignored.inc({ provider: label, reason: result.reason });
+      return answer('ignored', 200, { status: 'ignored', reason: result.reason }, { reason: result.reason });
+    }
+    // Checked before any start, so that no event of a request is made durable when one cannot be.
+    const unstorable = result.events.map(storageProblem).find((problem) => problem !== undefined);
+    if (unstorable) return answer('invalid', unstorable.status, { error: unstorable.error });
 
     let outcomes: StartOutcome[];
     try {

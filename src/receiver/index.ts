@@ -1,15 +1,19 @@
 // The receiver role: the HTTP server in front of Temporal. Stateless; several can run side by side.
-import type { Server } from 'node:http';
+import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Client, Connection } from '@temporalio/client';
-import type { Config } from '../config';
+import { Client, Connection, isGrpcServiceError } from '@temporalio/client';
+import { type Config, sandboxSecrets } from '../config';
+import { createSignedBodiesStore } from '../db/github-signed-bodies';
 import type { Pool } from '../db/pool';
 import type { Logger } from '../logger';
 import { createReceiverMetrics } from '../metrics';
+import { boundAddress, listenOn, reachableHost } from '../ports';
 import { createProviders } from '../providers';
+import { GITHUB_REPLAY_WINDOW_DAYS } from '../providers/github';
 import { sandboxRouter } from '../sandbox/api';
 import { connectionSecurity, dataConverter, keyring } from '../temporal/client';
 import { codecRouter, codecServerOptions } from '../temporal/codec-server';
+import { searchAttributeAdvice, searchAttributeProblems } from '../temporal/search-attributes';
 import { createReceiverApp } from './app';
 import { DeadlineCalls } from './deadline-calls';
 import { temporalEventStarter } from './start-event';
@@ -18,8 +22,11 @@ import { temporalEventStarter } from './start-event';
 const READINESS_DEADLINE_MS = 1000;
 
 export interface ReceiverHandle {
+  /** Where this machine reaches the receiver (loopback when it listens on every interface). */
   url: string;
   port: number;
+  /** The address it really listens on, `host:port`. */
+  listening: string;
   stop(): Promise<void>;
 }
 
@@ -46,13 +53,30 @@ export async function startReceiver(options: {
   });
   const calls = new DeadlineCalls(connection);
   const port = options.port ?? config.PORT;
-  let selfUrl = `http://127.0.0.1:${port}`;
-  // The Web UI's codec server: only with a token, so payloads are never served decrypted to anyone.
-  const codecRoutes = config.CODEC_AUTH_TOKEN
-    ? [codecRouter(codecServerOptions(config, options.encryptionKey, logger.child({ role: 'codec' })))]
+  let selfUrl = '';
+  // The codec server: payloads decrypted, and decisions sealed, for authenticated operators only.
+  const codecServer = codecRouter(
+    codecServerOptions(config, options.encryptionKey, pool, logger.child({ role: 'codec' })),
+  );
+  const sandbox = sandboxSecrets(config);
+  const sandboxRoutes = sandbox
+    ? [
+        sandboxRouter({
+          pool,
+          webhookSecret: sandbox.webhookSecret,
+          apiToken: sandbox.apiToken,
+          allowRemote: config.SANDBOX_ALLOW_REMOTE,
+          receiverUrl: () => selfUrl,
+          temporalUiUrl: config.TEMPORAL_UI_URL,
+          namespace: config.TEMPORAL_NAMESPACE,
+        }),
+      ]
     : [];
+  const namespace = { address: options.temporalAddress, namespace: config.TEMPORAL_NAMESPACE };
   const app = createReceiverApp({
-    providers: createProviders(config),
+    providers: createProviders(config, {
+      githubBodies: createSignedBodiesStore(pool, GITHUB_REPLAY_WINDOW_DAYS),
+    }),
     starter: temporalEventStarter({
       client,
       calls,
@@ -60,7 +84,7 @@ export async function startReceiver(options: {
       deadlineMs: config.WEBHOOK_START_DEADLINE_MS,
     }),
     readiness: async () => {
-      const [temporal, postgres] = await Promise.all([
+      const [temporal, postgres, attributes] = await Promise.all([
         calls
           .run(READINESS_DEADLINE_MS, () => connection.workflowService.getSystemInfo({}))
           .then(
@@ -68,40 +92,30 @@ export async function startReceiver(options: {
             () => false,
           ),
         answersWithin(READINESS_DEADLINE_MS, () => pool.query('SELECT 1')),
+        calls
+          .run(READINESS_DEADLINE_MS, () =>
+            searchAttributeProblems(connection.operatorService, config.TEMPORAL_NAMESPACE),
+          )
+          .catch(uncheckable),
       ]);
-      return { temporal, postgres };
+      return {
+        checks: { temporal, postgres, searchAttributes: attributes?.length === 0 },
+        problems: attributes?.length ? [searchAttributeAdvice(attributes, namespace)] : [],
+      };
     },
     metrics: createReceiverMetrics(),
     logger,
     bodyLimit: config.WEBHOOK_BODY_LIMIT,
-    extraRoutes: config.SANDBOX_ENABLED
-      ? [
-          sandboxRouter({
-            pool,
-            webhookSecret: config.SANDBOX_WEBHOOK_SECRET,
-            receiverUrl: () => selfUrl,
-            temporalUiUrl: config.TEMPORAL_UI_URL,
-            namespace: config.TEMPORAL_NAMESPACE,
-          }),
-          ...codecRoutes,
-        ]
-      : codecRoutes,
+    extraRoutes: [...sandboxRoutes, codecServer],
   });
-  const server = await new Promise<Server>((resolve, reject) => {
-    const s = app.listen(port, '0.0.0.0', (err?: Error) => (err ? reject(err) : resolve(s)));
-    s.once('error', reject);
-  }).catch((err: NodeJS.ErrnoException) => {
-    throw new Error(
-      err.code === 'EADDRINUSE'
-        ? `port ${port} is already in use: stop what holds it or set PORT to another port`
-        : `receiver could not listen on port ${port}: ${err.message}`,
-    );
-  });
-  const actual = (server.address() as AddressInfo).port;
-  selfUrl = `http://127.0.0.1:${actual}`;
+  const server = http.createServer(app);
+  await listenOn(server, config.HOST, port);
+  const address = server.address() as AddressInfo;
+  selfUrl = `http://${reachableHost(address)}:${address.port}`;
   return {
     url: selfUrl,
-    port: actual,
+    port: address.port,
+    listening: boundAddress(address),
     async stop() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -109,6 +123,19 @@ export async function startReceiver(options: {
     },
   };
 }
+
+/**
+ * What an unanswered search-attribute list means: nothing known (down) while Temporal is unreachable,
+ * but no problem where the server does not let us list them (a credential without the permission):
+ * starts then fail with Temporal's own message, which the receiver logs.
+ */
+function uncheckable(err: unknown): [] | undefined {
+  return isGrpcServiceError(err) && [PERMISSION_DENIED, UNIMPLEMENTED].includes(err.code) ? [] : undefined;
+}
+
+/** gRPC status codes (grpc/grpc doc/statuscodes.md). */
+const PERMISSION_DENIED = 7;
+const UNIMPLEMENTED = 12;
 
 /** Whether `probe` succeeds within `ms` (a probe that hangs counts as down). */
 async function answersWithin(ms: number, probe: () => Promise<unknown>): Promise<boolean> {

@@ -8,14 +8,39 @@ import {
 import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/common';
 import type { handleEvent } from '../../workflows';
 import { ConversationId, CorrelationId, Provider, ReplyState } from '../../workflows/search-attributes';
+import { errorMessage } from '../failures';
 import type { InboundEvent } from '../providers/types';
 import type { DeadlineCalls } from './deadline-calls';
 
 export type StartOutcome = 'accepted' | 'duplicate';
 
-/** Thrown when Temporal did not confirm the start before the deadline: the sender must retry (503). */
+/**
+ * Thrown when Temporal did not confirm the start (down, too slow, or refusing it, e.g. for a missing
+ * search attribute): the sender must retry (503). The `cause` is the client's error, whose message is
+ * Temporal's own.
+ */
 export class TemporalUnavailableError extends Error {
   override name = 'TemporalUnavailableError';
+}
+
+/**
+ * The largest event (as JSON) a workflow start may carry: Temporal refuses a payload over 2 MiB by
+ * default (the server's limit.blobSize.error), which would otherwise surface as a 503 the sender
+ * retries forever. The margin covers the codec's envelope.
+ */
+export const MAX_EVENT_BYTES = 2_000_000;
+
+/** Why an event can never become a workflow's input, as the answer to give, or undefined when it can. */
+export function storageProblem(event: InboundEvent): { status: 400 | 413; error: string } | undefined {
+  let json: string;
+  try {
+    json = JSON.stringify(event);
+  } catch {
+    return { status: 400, error: 'the body cannot be stored as a workflow input' };
+  }
+  if (Buffer.byteLength(json) > MAX_EVENT_BYTES)
+    return { status: 413, error: `the event is over the ${MAX_EVENT_BYTES} bytes a workflow input may hold` };
+  return undefined;
 }
 
 export interface EventStarter {
@@ -61,7 +86,9 @@ export function temporalEventStarter(options: {
         return 'accepted';
       } catch (err) {
         if (err instanceof WorkflowExecutionAlreadyStartedError) return 'duplicate';
-        throw new TemporalUnavailableError(`Temporal did not accept the start: ${(err as Error).message}`);
+        throw new TemporalUnavailableError(`Temporal did not accept the start: ${errorMessage(err)}`, {
+          cause: err,
+        });
       }
     },
   };

@@ -1,8 +1,10 @@
 // The FAQ responder: a validated file of patterns → answers, and a fallback that tells the person a
 // human will follow up. Matching is case-insensitive on whole words (substrings for scripts written
 // without spaces, such as Japanese); the first match wins.
+
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { errorMessage } from '../failures';
 import type { Responder } from './types';
 
 export const faqFileSchema = z.object({
@@ -37,7 +39,7 @@ export function loadFaqFile(file: string): FaqFile {
   try {
     raw = JSON.parse(readFileSync(file, 'utf8'));
   } catch (err) {
-    throw new Error(`FAQ file ${file} is not readable JSON: ${(err as Error).message}`);
+    throw new Error(`FAQ file ${file} is not readable JSON: ${errorMessage(err)}`);
   }
   const parsed = faqFileSchema.safeParse(raw);
   if (!parsed.success) {
@@ -58,6 +60,7 @@ export function faqResponder(faq: FaqFile = DEFAULT_FAQ): Responder {
     ),
   }));
   return {
+    local: true,
     async answer(event) {
       const text = event.message?.text ?? '';
       return entries.find((e) => e.patterns.some((p) => p.test(text)))?.answer ?? faq.fallback;

@@ -1,9 +1,14 @@
-// A responder writes the text of a reply (seeds/000: 回答生成). It runs once per effect; its answer is
+// A responder writes the text of a reply (the FAQ, or RESPONDER_URL). It runs once per effect; its answer is
 // kept in the workflow so every retry and every approved resend sends the same text.
 import type { InboundEvent } from '../providers/types';
 
 export interface Responder {
   answer(event: InboundEvent): Promise<string>;
+  /**
+   * Answers in-process and at once (the FAQ): the workflow asks it as a local activity, in the same
+   * workflow task. A responder that calls another service runs as an activity of its own.
+   */
+  readonly local?: boolean;
 }
 
 /** Thrown when a responder's failure will not go away by retrying (bad configuration, 4xx). */

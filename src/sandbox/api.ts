@@ -2,13 +2,16 @@
 // like a real provider: idempotency keys (in `sandbox` mode), lookup by reference, and faults an
 // operator arms for the next send (drop the response after committing, 500, 503, 429, slow). The
 // page also sees where each of its messages stands (replied, held, …) and can hand off or close.
-import { randomUUID } from 'node:crypto';
+// Only workers (with the API token) reach the target API; only this machine reaches the page unless
+// SANDBOX_ALLOW_REMOTE says otherwise.
+import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Socket } from 'node:net';
-import express, { type Request, type Response } from 'express';
+import express, { type NextFunction, type Request, type Response } from 'express';
 import { z } from 'zod';
 import type { Pool } from '../db/pool';
+import { SANDBOX_MODES } from '../model';
 import { signStandardWebhook } from '../providers/standard-webhooks';
-import { SANDBOX_CONSISTENCY_DELAY_MS, SANDBOX_MODES } from '../targets/sandbox';
+import { SANDBOX_CONSISTENCY_DELAY_MS } from '../targets/sandbox';
 import { sandboxPage } from './page';
 
 export const SANDBOX_FAULTS = [
@@ -24,6 +27,10 @@ export interface SandboxOptions {
   pool: Pool;
   /** The secret the sandbox provider verifies; the page's messages are signed with it server-side. */
   webhookSecret: string;
+  /** The bearer token the sandbox targets (workers) present to /sandbox/api/replies. */
+  apiToken: string;
+  /** Serve the page and its API to clients other than loopback. @default false */
+  allowRemote?: boolean;
   /** Where /webhooks/sandbox is reachable from this process (known once the server listens). */
   receiverUrl: () => string;
   /** How long the `slow` fault holds a reply before answering (past the send attempt's timeout). */
@@ -76,15 +83,52 @@ const PROGRESS_BY_EFFECT: Record<string, ReplyProgress> = {
   discarded: 'discarded',
 };
 
-/** The event id the page's message `m<id>` is delivered under (so its workflow id is known up front). */
+/** The event id the page's message is delivered under (so its workflow id is known up front). */
 export function sandboxEventId(conversationId: string, messageId: string): string {
   return `sbx_${conversationId}_${messageId}`;
+}
+
+/**
+ * The id of the page's message in row `rowId`: the row number plus a MAC under the webhook secret.
+ * Row numbers alone are guessable, and a guessed future id delivered first would make the real message
+ * a "duplicate"; the MAC makes the id derivable here and nowhere else.
+ */
+export function pageMessageId(secret: string, conversationId: string, rowId: string): string {
+  const mac = createHmac('sha256', secret).update(`${conversationId}:${rowId}`).digest('base64url');
+  return `m${rowId}-${mac.slice(0, 22)}`;
+}
+
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+/**
+ * Whether a request comes from this machine: its peer is a loopback address and its Host names one
+ * (a page on another site that rebinds its own name to 127.0.0.1 still sends that name).
+ */
+export function fromLoopback(req: Pick<Request, 'socket' | 'headers'>): boolean {
+  const peer = req.socket.remoteAddress ?? '';
+  const loopbackPeer = peer === '::1' || /^(::ffff:)?127\./.test(peer);
+  const host = (req.headers.host ?? '').replace(/:\d+$/, '').toLowerCase();
+  return loopbackPeer && LOOPBACK_HOSTS.has(host);
+}
+
+/** Constant-time check of `Authorization: Bearer <token>`. */
+function bearerMatches(req: Request, token: string): boolean {
+  const given = Buffer.from(req.get('authorization') ?? '');
+  const expected = Buffer.from(`Bearer ${token}`);
+  return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
 export function sandboxRouter(options: SandboxOptions): express.Router {
   const { pool } = options;
   const router = express.Router();
   const json = express.json({ limit: '64kb' });
+  // Answered with 404, not 403: to anyone it is not for, the sandbox does not exist.
+  const pageOnly = (req: Request, res: Response, next: NextFunction) =>
+    options.allowRemote || fromLoopback(req) ? next() : void res.status(404).json({ error: 'not found' });
+  const workersOnly = (req: Request, res: Response, next: NextFunction) =>
+    bearerMatches(req, options.apiToken)
+      ? next()
+      : void res.status(401).json({ error: 'the sandbox target API needs its token (SANDBOX_API_TOKEN)' });
 
   /** Signs an event as a Standard Webhooks sender does and posts it to this receiver. */
   const deliver = async (eventId: string, body: object) => {
@@ -97,14 +141,14 @@ export function sandboxRouter(options: SandboxOptions): express.Router {
     return response && { status: response.status, answer: (await response.json()) as unknown };
   };
 
-  router.get('/sandbox', (_req, res) => {
+  router.get('/sandbox', pageOnly, (_req, res) => {
     res
       .type('html')
       .send(sandboxPage({ temporalUiUrl: options.temporalUiUrl, namespace: options.namespace ?? 'default' }));
   });
 
   // The page posts here; the server signs it like a Standard Webhooks sender and delivers it.
-  router.post('/sandbox/messages', json, async (req: Request, res: Response) => {
+  router.post('/sandbox/messages', pageOnly, json, async (req: Request, res: Response) => {
     const parsed = messageSchema.safeParse(req.body);
     if (!parsed.success)
       return void res.status(400).json({ error: 'invalid message', issues: parsed.error.issues });
@@ -113,7 +157,7 @@ export function sandboxRouter(options: SandboxOptions): express.Router {
       `INSERT INTO sandbox_messages (conversation_id, author, text) VALUES ($1, 'user', $2) RETURNING id`,
       [conversationId, text],
     );
-    const messageId = `m${inserted.rows[0]!.id}`;
+    const messageId = pageMessageId(options.webhookSecret, conversationId, inserted.rows[0]!.id);
     const body = {
       type: 'message',
       conversationId,
@@ -128,7 +172,7 @@ export function sandboxRouter(options: SandboxOptions): express.Router {
   });
 
   // "Ask for a person" and "End conversation": conversation events, no reply expected.
-  router.post('/sandbox/conversation-events', json, async (req: Request, res: Response) => {
+  router.post('/sandbox/conversation-events', pageOnly, json, async (req: Request, res: Response) => {
     const parsed = conversationEventSchema.safeParse(req.body);
     if (!parsed.success)
       return void res.status(400).json({ error: 'invalid event', issues: parsed.error.issues });
@@ -139,10 +183,12 @@ export function sandboxRouter(options: SandboxOptions): express.Router {
     res.status(delivered.status).json({ receiver: delivered.answer });
   });
 
-  router.get('/sandbox/api/conversations/:id/messages', async (req, res) => {
-    if (!idPattern.test(req.params.id))
+  router.get('/sandbox/api/conversations/:id/messages', pageOnly, async (req, res) => {
+    const conversationId = String(req.params.id);
+    if (!idPattern.test(conversationId))
       return void res.status(400).json({ error: 'invalid conversation id' });
-    const conversationId = req.params.id;
+    const eventIdOf = (rowId: string) =>
+      sandboxEventId(conversationId, pageMessageId(options.webhookSecret, conversationId, rowId));
     const { rows } = await pool.query<{ id: string; author: 'user' | 'bot' }>(
       `SELECT id, author, text, reference, created_at AS "createdAt" FROM sandbox_messages
         WHERE conversation_id = $1 ORDER BY id`,
@@ -153,19 +199,17 @@ export function sandboxRouter(options: SandboxOptions): express.Router {
       pool.query('SELECT state FROM conversations WHERE id = $1', [`sandbox:${conversationId}`]),
       replyProgress(
         pool,
-        rows.filter((m) => m.author === 'user').map((m) => sandboxEventId(conversationId, `m${m.id}`)),
+        rows.filter((m) => m.author === 'user').map((m) => eventIdOf(m.id)),
       ),
     ]);
     res.json({
-      messages: rows.map((m) =>
-        m.author === 'user' ? { ...m, reply: replies.get(sandboxEventId(conversationId, `m${m.id}`)) } : m,
-      ),
+      messages: rows.map((m) => (m.author === 'user' ? { ...m, reply: replies.get(eventIdOf(m.id)) } : m)),
       armedFault: fault.rows[0]?.fault ?? null,
       conversationState: conversation.rows[0]?.state ?? 'unhandled',
     });
   });
 
-  router.post('/sandbox/api/faults', json, async (req, res) => {
+  router.post('/sandbox/api/faults', pageOnly, json, async (req, res) => {
     const parsed = faultSchema.safeParse(req.body);
     if (!parsed.success)
       return void res.status(400).json({ error: 'invalid fault', issues: parsed.error.issues });
@@ -182,7 +226,7 @@ export function sandboxRouter(options: SandboxOptions): express.Router {
     res.json({ conversationId, armedFault: fault });
   });
 
-  router.post('/sandbox/api/replies', json, async (req: Request, res: Response) => {
+  router.post('/sandbox/api/replies', workersOnly, json, async (req: Request, res: Response) => {
     const parsed = replySchema.safeParse(req.body);
     if (!parsed.success)
       return void res.status(400).json({ error: 'invalid reply', issues: parsed.error.issues });
@@ -215,7 +259,7 @@ export function sandboxRouter(options: SandboxOptions): express.Router {
     res.status(201).json({ id });
   });
 
-  router.get('/sandbox/api/replies', async (req, res) => {
+  router.get('/sandbox/api/replies', workersOnly, async (req, res) => {
     const reference = String(req.query.reference ?? '');
     if (!reference) return void res.status(400).json({ error: 'reference is required' });
     const { rows } = await pool.query<{ id: string }>(

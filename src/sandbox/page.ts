@@ -86,7 +86,8 @@ const REPLY_WORDS = {
 let conv = localStorage.getItem('replyflow.conversation');
 if (!conv) newConversation();
 function newConversation() {
-  conv = 'c' + Math.random().toString(36).slice(2, 10);
+  // Unguessable: conversation ids are the only names the page's API knows a chat by.
+  conv = 'c' + Array.from(crypto.getRandomValues(new Uint8Array(12)), (b) => b.toString(16).padStart(2, '0')).join('');
   localStorage.setItem('replyflow.conversation', conv);
 }
 const statusEl = document.getElementById('status');

@@ -1,6 +1,6 @@
 // GitHub issue and pull-request comments through the REST API (plain fetch, no retries). GitHub has
 // no idempotency key, so each comment ends with a hidden marker that `lookup` finds again.
-import type { StepPlan } from '../../activities/types';
+import type { StepPlan } from '../model';
 import { classifyStatus, classifyTransportError } from './http-errors';
 import { type LookupRequest, messageText, parseRetryAfter, type TargetAdapter, TargetError } from './types';
 
@@ -120,12 +120,11 @@ export function classifyGithubStatus(response: Response): TargetError {
   const retryAfterMs = parseRetryAfter(headers.get('retry-after'));
   // Secondary rate limits: 403 or 429 with Retry-After; primary: 403/429 with no requests remaining.
   if ((status === 403 || status === 429) && retryAfterMs !== undefined)
-    return new TargetError('retryable', `github: rate limited (${status})`, { retryAfterMs, notSent: true });
+    return new TargetError('retryable', `github: rate limited (${status})`, { retryAfterMs });
   if ((status === 403 || status === 429) && headers.get('x-ratelimit-remaining') === '0') {
     const reset = Number(headers.get('x-ratelimit-reset'));
     return new TargetError('retryable', `github: rate limit exhausted (${status})`, {
       retryAfterMs: Number.isFinite(reset) ? Math.max(0, reset * 1000 - Date.now()) : 60_000,
-      notSent: true,
     });
   }
   if (status === 401)

@@ -8,7 +8,7 @@ export function classifyTransportError(err: unknown, signal: AbortSignal): Targe
   const code = (err as { cause?: { code?: string } })?.cause?.code;
   if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
     // The connection never opened: nothing was written.
-    return new TargetError('retryable', `target unreachable (${code})`, { notSent: true });
+    return new TargetError('retryable', `target unreachable (${code})`);
   }
   if (signal.aborted)
     return new TargetError(
@@ -24,12 +24,11 @@ export function classifyTransportError(err: unknown, signal: AbortSignal): Targe
 /** A non-2xx answer from an API that documents its statuses in the usual way. */
 export function classifyStatus(status: number, headers: Headers, what: string): TargetError {
   const retryAfterMs = parseRetryAfter(headers.get('retry-after'));
-  if (status === 429)
-    return new TargetError('retryable', `${what}: rate limited (429)`, { retryAfterMs, notSent: true });
+  if (status === 429) return new TargetError('retryable', `${what}: rate limited (429)`, { retryAfterMs });
   if (status === 503 || status === 502 || status === 504) {
     // 502/504 come from a proxy that may have forwarded the request; 503 from the target says "not processed".
     return status === 503
-      ? new TargetError('retryable', `${what}: unavailable (503)`, { retryAfterMs, notSent: true })
+      ? new TargetError('retryable', `${what}: unavailable (503)`, { retryAfterMs })
       : new TargetError('unknown', `${what}: gateway error (${status}): the request may have been applied`);
   }
   if (status >= 500)

@@ -1,7 +1,7 @@
 // A generic HTTP target for order, warehouse and CRM style APIs, one per endpoint named in the route
 // file (`http:<name>`): a JSON request with an idempotency key (the IETF draft's `Idempotency-Key`
 // by default) and, optionally, a lookup URL that finds an effect by our reference.
-import type { StepPlan } from '../../activities/types';
+import type { StepPlan } from '../model';
 import { classifyStatus, classifyTransportError } from './http-errors';
 import { type TargetAdapter, TargetError } from './types';
 
@@ -88,10 +88,20 @@ export function httpTarget(name: string, endpoint: HttpEndpoint): TargetAdapter 
   return adapter;
 }
 
-/** Fills `{effectId}` and `{<destination key>}` in a URL template, URL-encoding each value. */
+/**
+ * Fills `{effectId}` and `{<destination key>}` in a URL template, URL-encoding each value. Values come
+ * from webhooks, so they may not steer the request elsewhere: a placeholder before the path (scheme,
+ * host, port) is refused, and so is a value of `.` or `..`, which a URL resolves as a path step
+ * (`/api/orders/../confirm` is `/api/confirm`) that encoding leaves as it is.
+ */
 export function fillUrl(template: string, effectId: string, step: StepPlan, what: string): string {
+  const authorityEnd = template.search(/(?<=^[a-z][a-z0-9+.-]*:\/\/[^/?#]*)[/?#]|$/i);
+  if (template.slice(0, authorityEnd).includes('{'))
+    throw new TargetError('permanent', `${what}: the URL's scheme and host may not hold placeholders`, {
+      fix: 'write the scheme and host of the endpoint URL out in the route file; placeholders belong in its path or query',
+    });
   return template.replace(/\{([^{}]+)\}/g, (_, name: string) => {
-    const value = name === 'effectId' ? effectId : step.destination[name];
+    const value = name === 'effectId' ? effectId : destinationValue(step, name);
     if (value === undefined)
       throw new TargetError(
         'permanent',
@@ -100,8 +110,21 @@ export function fillUrl(template: string, effectId: string, step: StepPlan, what
           fix: `add ${name} to the step's destination in the route file`,
         },
       );
+    if (value === '.' || value === '..')
+      throw new TargetError(
+        'permanent',
+        `${what}: {${name}} may not be "." or ".." (it would change the path)`,
+        {
+          fix: `check where the route takes ${name} from: the event gave a path step, not an id`,
+        },
+      );
     return encodeURIComponent(value);
   });
+}
+
+/** The step's destination value for a placeholder: its own keys only (never `constructor` and the like). */
+function destinationValue(step: StepPlan, name: string): string | undefined {
+  return Object.hasOwn(step.destination, name) ? step.destination[name] : undefined;
 }
 
 function idOf(answer: unknown, field: string): string | undefined {

@@ -1,10 +1,11 @@
 // The registry of outbound targets. A new target is one module under src/targets/ plus one line here.
 // A provider's target registers only when its credentials are configured; route endpoints add `http:<name>`.
-import type { Config } from '../config';
+import { type Config, sandboxSecrets } from '../config';
+import { SANDBOX_MODES } from '../model';
 import { githubTarget } from './github';
 import { type HttpEndpoint, httpTarget } from './http';
 import { lineTarget } from './line';
-import { SANDBOX_MODES, sandboxTarget } from './sandbox';
+import { sandboxTarget } from './sandbox';
 import { slackTarget } from './slack';
 import type { TargetAdapter } from './types';
 
@@ -12,9 +13,10 @@ export type TargetRegistry = ReadonlyMap<string, TargetAdapter>;
 
 export function createTargets(config: Config, endpoints: Record<string, HttpEndpoint> = {}): TargetRegistry {
   const targets: TargetAdapter[] = [];
-  if (config.SANDBOX_ENABLED) {
+  const sandbox = sandboxSecrets(config);
+  if (sandbox) {
     const base = config.SANDBOX_API_URL ?? `http://127.0.0.1:${config.PORT}/sandbox/api`;
-    for (const mode of SANDBOX_MODES) targets.push(sandboxTarget(mode, base));
+    for (const mode of SANDBOX_MODES) targets.push(sandboxTarget(mode, base, sandbox.apiToken));
   }
   if (config.SLACK_BOT_TOKEN)
     targets.push(slackTarget({ token: config.SLACK_BOT_TOKEN, apiUrl: config.SLACK_API_URL }));

@@ -9,7 +9,7 @@
 // - an unknown outcome says exactly what was sent (`details.resendSafe`): a reply-token request → held;
 //   a push → resent with the same key, and LINE answers 409 if the first one was accepted.
 import { HTTPFetchError, messagingApi } from '@line/bot-sdk';
-import type { StepPlan } from '../../activities/types';
+import type { StepPlan } from '../model';
 import { classifyTransportError } from './http-errors';
 import { messageText, parseRetryAfter, type TargetAdapter, TargetError } from './types';
 
@@ -141,7 +141,6 @@ export function classifyLineError(err: unknown, signal: AbortSignal, pushed: boo
       });
     return new TargetError('retryable', 'line: rate limited (429)', {
       retryAfterMs: parseRetryAfter(err.headers.get('retry-after')),
-      notSent: true,
     });
   }
   if (status >= 500)

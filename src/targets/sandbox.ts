@@ -2,17 +2,17 @@
 // newcomer can watch every unknown-outcome path: `sandbox` honours idempotency keys and answers
 // lookups, `sandbox-lookup` only answers lookups (after a consistency delay), `sandbox-blind` does
 // neither, so an unknown outcome there goes to held.
+import type { SandboxMode } from '../model';
 import { classifyStatus, classifyTransportError } from './http-errors';
 import { type TargetAdapter, TargetError } from './types';
-
-export const SANDBOX_MODES = ['sandbox', 'sandbox-lookup', 'sandbox-blind'] as const;
-export type SandboxMode = (typeof SANDBOX_MODES)[number];
 
 /** How long a committed reply stays invisible to lookups in `sandbox-lookup` mode. */
 export const SANDBOX_CONSISTENCY_DELAY_MS = 2000;
 
-export function sandboxTarget(mode: SandboxMode, baseUrl: string): TargetAdapter {
+export function sandboxTarget(mode: SandboxMode, baseUrl: string, apiToken: string): TargetAdapter {
   const base = baseUrl.replace(/\/$/, '');
+  // The sandbox API serves workers only (src/sandbox/api.ts).
+  const authorization = `Bearer ${apiToken}`;
   const capabilities = {
     idempotencyKey: mode === 'sandbox',
     lookup: mode !== 'sandbox-blind',
@@ -26,7 +26,7 @@ export function sandboxTarget(mode: SandboxMode, baseUrl: string): TargetAdapter
       try {
         response = await fetch(`${base}/replies`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', 'idempotency-key': effectId },
+          headers: { 'content-type': 'application/json', 'idempotency-key': effectId, authorization },
           body: JSON.stringify({
             conversationId: step.destination.conversationId,
             text: body.text ?? '',
@@ -45,7 +45,10 @@ export function sandboxTarget(mode: SandboxMode, baseUrl: string): TargetAdapter
   };
   if (capabilities.lookup) {
     adapter.lookup = async ({ effectId, signal }) => {
-      const response = await fetch(`${base}/replies?reference=${encodeURIComponent(effectId)}`, { signal });
+      const response = await fetch(`${base}/replies?reference=${encodeURIComponent(effectId)}`, {
+        headers: { authorization },
+        signal,
+      });
       if (response.status === 404) return { found: false };
       if (!response.ok) throw new TargetError('retryable', `sandbox lookup failed (${response.status})`);
       const { id } = (await response.json()) as { id: number };

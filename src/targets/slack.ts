@@ -1,10 +1,10 @@
 // Slack `chat.postMessage` in the source message's thread. Slack has no idempotency key, so every
 // post carries our effect id in message metadata and `lookup` finds it again in the thread or channel.
 import { ErrorCode, type Logger, LogLevel, WebClient, type WebClientOptions } from '@slack/web-api';
-import type { StepPlan } from '../../activities/types';
+import type { StepPlan } from '../model';
 import { type LookupRequest, messageText, type TargetAdapter, TargetError } from './types';
 
-/** DESIGN.md §2: the metadata every reply carries, so that a lookup can recognise it. */
+/** The metadata every reply carries (docs/targets.md), so that a lookup can recognise it. */
 export const SLACK_METADATA_EVENT_TYPE = 'replyflow_effect';
 
 /** Slack documents no read-after-write delay for history; we look twice, this far apart. */
@@ -181,12 +181,10 @@ export function classifySlackError(err: unknown): TargetError {
     case ErrorCode.RateLimitedError:
       return new TargetError('retryable', 'slack: rate limited (429)', {
         retryAfterMs: (e.retryAfter ?? 1) * 1000,
-        notSent: true,
       });
     case ErrorCode.PlatformError: {
       const code = e.data?.error ?? 'unknown_error';
-      if (RETRYABLE_ERRORS.has(code))
-        return new TargetError('retryable', `slack: ${code}`, { notSent: true });
+      if (RETRYABLE_ERRORS.has(code)) return new TargetError('retryable', `slack: ${code}`);
       if (MAYBE_APPLIED_ERRORS.has(code))
         return new TargetError('unknown', `slack: ${code}: the post may have been applied`);
       return new TargetError('permanent', `slack: ${code}`, {
@@ -196,7 +194,7 @@ export function classifySlackError(err: unknown): TargetError {
     case ErrorCode.HTTPError: {
       const status = e.statusCode ?? 0;
       // Slack's Web API uses 200 and 429 only; anything else comes from a proxy or an outage.
-      if (status === 503) return new TargetError('retryable', 'slack: unavailable (503)', { notSent: true });
+      if (status === 503) return new TargetError('retryable', 'slack: unavailable (503)');
       if (status >= 500)
         return new TargetError('unknown', `slack: server error (${status}): the post may have been applied`);
       return new TargetError('permanent', `slack: unexpected HTTP ${status}`, { fix: 'check SLACK_API_URL' });
@@ -204,7 +202,7 @@ export function classifySlackError(err: unknown): TargetError {
     case ErrorCode.RequestError: {
       const code = e.original?.code;
       if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN')
-        return new TargetError('retryable', `slack: unreachable (${code})`, { notSent: true });
+        return new TargetError('retryable', `slack: unreachable (${code})`);
       return new TargetError(
         'unknown',
         `slack: ${code === 'ERR_CANCELED' ? 'no answer before the attempt timed out' : `connection lost (${code ?? 'reset'})`}: the post may have been applied`,

@@ -1,6 +1,6 @@
 // The outbound adapter interface: one module per target declares what the target promises and
 // classifies its errors; the orchestrator does the rest. Library-level retries are always off.
-import type { ErrorClass, StepPlan, TargetCapabilities } from '../../activities/types';
+import type { ErrorClass, StepPlan, TargetCapabilities } from '../model';
 
 export type { ErrorClass, TargetCapabilities };
 
@@ -49,8 +49,6 @@ export class TargetError extends Error {
       retryAfterMs?: number;
       /** What an operator should do about a permanent error. */
       fix?: string;
-      /** The request was never written (e.g. connection refused): safe to retry even without a key. */
-      notSent?: boolean;
       /**
        * For an unknown outcome: whether the request that may have been applied carried our
        * idempotency key. Overrides the adapter's `resendSafe` when the adapter knows better.

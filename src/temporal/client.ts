@@ -5,9 +5,9 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection, type TLSConfig } from '@temporalio/client';
-import type { DataConverter } from '@temporalio/common';
+import type { DataConverter, PayloadCodec } from '@temporalio/common';
 import type { Config } from '../config';
-import { AesGcmPayloadCodec } from './codec';
+import { AesGcmPayloadCodec, type CodecOptions } from './codec';
 
 export const ENCRYPTION_KEY_FILE = 'encryption.key';
 
@@ -42,7 +42,11 @@ export function keyring(config: Config): Keyring {
 }
 
 /** The codec every role and the codec server share: encrypts with the current key, decrypts with any. */
-export function payloadCodec(encryptionKey: string, keys: Keyring = {}): AesGcmPayloadCodec {
+export function payloadCodec(
+  encryptionKey: string,
+  keys: Keyring = {},
+  options: CodecOptions = {},
+): AesGcmPayloadCodec {
   const keyId = keys.keyId ?? 'default';
   const others = keys.decryptionKeys ?? {};
   if (keyId in others) {
@@ -53,11 +57,15 @@ export function payloadCodec(encryptionKey: string, keys: Keyring = {}): AesGcmP
   const decryptionKeys = Object.fromEntries(
     Object.entries(others).map(([id, key]) => [id, Buffer.from(key, 'base64')]),
   );
-  return new AesGcmPayloadCodec(Buffer.from(encryptionKey, 'base64'), keyId, decryptionKeys);
+  return new AesGcmPayloadCodec(Buffer.from(encryptionKey, 'base64'), keyId, decryptionKeys, options);
 }
 
-export function dataConverter(encryptionKey: string, keys: Keyring = {}): DataConverter {
-  return { payloadCodecs: [payloadCodec(encryptionKey, keys)] };
+export function dataConverter(
+  encryptionKey: string,
+  keys: Keyring = {},
+  options: CodecOptions = {},
+): DataConverter {
+  return { payloadCodecs: [payloadCodec(encryptionKey, keys, options)] };
 }
 
 /** What the receiver, the worker and the CLI add to `{ address }` to reach a secured frontend. */
@@ -133,15 +141,25 @@ export interface TemporalClient {
 }
 
 /** `security` and `keys` come from {@link connectionSecurity} and {@link keyring} for a configured server. */
-export async function connectClient(
+export function connectClient(
   address: string,
   namespace: string,
   encryptionKey: string,
   security: Partial<ConnectionSecurity> = {},
   keys: Keyring = {},
 ): Promise<TemporalClient> {
+  return connectWithCodec(address, namespace, payloadCodec(encryptionKey, keys), security);
+}
+
+/** A client whose payloads go through `codec`: the payload key itself, or the codec server (the CLI). */
+export async function connectWithCodec(
+  address: string,
+  namespace: string,
+  codec: PayloadCodec,
+  security: Partial<ConnectionSecurity> = {},
+): Promise<TemporalClient> {
   // connectTimeout bounds the first connection; later calls carry their own deadlines.
   const connection = await Connection.connect({ address, connectTimeout: 5000, ...security });
-  const client = new Client({ connection, namespace, dataConverter: dataConverter(encryptionKey, keys) });
+  const client = new Client({ connection, namespace, dataConverter: { payloadCodecs: [codec] } });
   return { client, connection, close: () => connection.close() };
 }

@@ -1,31 +1,39 @@
-// The codec server (Temporal's remote codec protocol): POST /codec/encode and /codec/decode with
-// `{ payloads: [...] }` in proto JSON, so that authorised operators read decrypted payloads in the
-// Web UI and the `temporal` CLI, and signals typed in the UI are encrypted like the workers' own.
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
-import type { PayloadCodec } from '@temporalio/common';
+// The codec server (Temporal's remote codec protocol), for operators only: POST /codec/decode shows a
+// logged-in operator the decrypted payloads (Web UI, `temporal` CLI, replyflow CLI); POST /codec/encode
+// seals and encrypts operator decisions, and nothing else, for the operator it authenticated
+// (src/decision-seal.ts), so that who decided is proven and nobody can encrypt other workflow input
+// through it (starting workflows is the receiver's job alone). Operators authenticate on every call:
+// their token as a bearer token, or the browser session cookie /codec/login sets.
+
+import { createHmac, hkdfSync, randomUUID, timingSafeEqual } from 'node:crypto';
+import { METADATA_ENCODING_KEY, type Payload } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { z } from 'zod';
 import type { Config } from '../config';
+import { createOperatorStore, type OperatorAccount, type OperatorStore } from '../db/operators';
+import type { Pool } from '../db/pool';
+import { sealDecision } from '../decision-seal';
+import { errorMessage } from '../failures';
 import type { Logger } from '../logger';
 import { keyring, payloadCodec } from './client';
+import type { AesGcmPayloadCodec } from './codec';
 
 export const CODEC_PATH = '/codec';
-/** Where `replyflow start` keeps the codec token it generated, under the data dir. */
-export const CODEC_TOKEN_FILE = 'codec.token';
 /** The browser session cookie set by /codec/login: the Web UI sends it when "include credentials" is on. */
 export const SESSION_COOKIE = 'replyflow_codec';
 /** Request headers the Web UI and the CLI send to a codec server. */
 const ALLOWED_HEADERS = ['content-type', 'x-namespace', 'authorization', 'authorization-extras'];
 /** History batches can hold many payloads of up to 2 MB each (Temporal's blob limit). */
 const BODY_LIMIT = '16mb';
+/** What a decision may carry (workflows/messages.ts `DecisionInput`); `seal` is replaced by ours. */
+const DECISION_FIELDS = ['workflowId', 'action', 'reason', 'externalId', 'seal'];
 
 export interface CodecServerOptions {
-  codec: PayloadCodec;
-  /** What `Authorization: Bearer …` must carry (CODEC_AUTH_TOKEN). */
-  authToken: string;
+  /** The payload codec: its current key encrypts and (through HKDF) keys the seals and sessions. */
+  codec: AesGcmPayloadCodec;
+  /** Who may call: enabled operator accounts, checked on every request. */
+  operators: OperatorStore;
   /** Browser origins allowed to call (the Web UI's); requests from others get no CORS headers. */
   corsOrigins: string[];
   /** How long a browser login lasts. @default 12 hours */
@@ -33,39 +41,20 @@ export interface CodecServerOptions {
   logger: Logger;
 }
 
-/** The codec server as the receiver mounts it: the configured token and origins, the payload keys. */
+/** The codec server as the receiver mounts it: the operators table, the payload keys, the UI's origins. */
 export function codecServerOptions(
   config: Config,
   encryptionKey: string,
+  pool: Pool,
   logger: Logger,
 ): CodecServerOptions {
-  if (!config.CODEC_AUTH_TOKEN) throw new Error('the codec server needs CODEC_AUTH_TOKEN');
   return {
     codec: payloadCodec(encryptionKey, keyring(config)),
-    authToken: config.CODEC_AUTH_TOKEN,
+    operators: createOperatorStore(pool),
     corsOrigins:
       config.CODEC_CORS_ORIGINS.length > 0 ? config.CODEC_CORS_ORIGINS : uiOrigins(config.TEMPORAL_UI_URL),
     logger,
   };
-}
-
-/**
- * The codec server's token: CODEC_AUTH_TOKEN, else the token file under the data dir, which is
- * created when `create` is set (the embedded launcher). Undefined: no codec server.
- */
-export function resolveCodecToken(config: Config, options: { create?: boolean } = {}): string | undefined {
-  if (config.CODEC_AUTH_TOKEN) return config.CODEC_AUTH_TOKEN;
-  const file = codecTokenFile(config);
-  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
-  if (!options.create) return undefined;
-  mkdirSync(config.REPLYFLOW_DATA_DIR, { recursive: true });
-  const token = randomBytes(32).toString('base64url');
-  writeFileSync(file, `${token}\n`, { mode: 0o600 });
-  return token;
-}
-
-export function codecTokenFile(config: Config): string {
-  return path.join(config.REPLYFLOW_DATA_DIR, CODEC_TOKEN_FILE);
 }
 
 /** The UI's origin, and its twin for a browser that opened it as localhost instead of 127.0.0.1. */
@@ -94,26 +83,43 @@ const payloadsBody = z.object({ payloads: z.array(jsonPayload) });
 
 const { Payloads } = temporal.api.common.v1;
 
-/** Equal-time comparison of two secrets of any length (hashing first hides the length). */
-function sameSecret(given: string, expected: string): boolean {
-  const digest = (s: string) => createHash('sha256').update(s).digest();
-  return timingSafeEqual(digest(given), digest(expected));
+/** Who a browser session belongs to, and until when. */
+export interface SessionClaims {
+  operator: string;
+  /** The credential the operator logged in with: a rotation ends the session. */
+  credentialId: string;
+  expiresAt: number;
 }
 
-function sessionMac(token: string, expiresAt: number): string {
-  return createHmac('sha256', token).update(`replyflow-codec-session:${expiresAt}`).digest('base64url');
+/** The session MAC key: derived from the payload key, so no other secret needs managing. */
+function sessionKey(payloadKey: Buffer): Buffer {
+  return Buffer.from(hkdfSync('sha256', payloadKey, Buffer.alloc(0), 'replyflow codec session v1', 32));
 }
 
-/** A session value proves the token was presented without carrying it; it ends at `expiresAt`. */
-export function sessionValue(token: string, expiresAt: number): string {
-  return `${expiresAt}.${sessionMac(token, expiresAt)}`;
+function sessionMac(payloadKey: Buffer, encodedClaims: string): Buffer {
+  return createHmac('sha256', sessionKey(payloadKey)).update(encodedClaims).digest();
 }
 
-function validSession(token: string, value: string | undefined, now = Date.now()): boolean {
-  const match = value ? /^(\d{10,16})\.([\w-]{43})$/.exec(value) : null;
-  if (!match) return false;
-  const expiresAt = Number(match[1]);
-  return expiresAt > now && sameSecret(match[2]!, sessionMac(token, expiresAt));
+/** A session cookie's value: the claims and their MAC. It names the operator; it carries no token. */
+export function sessionValue(payloadKey: Buffer, claims: SessionClaims): string {
+  const encoded = Buffer.from(JSON.stringify(claims)).toString('base64url');
+  return `${encoded}.${sessionMac(payloadKey, encoded).toString('base64url')}`;
+}
+
+/** The claims of a session value whose MAC verifies (compared in constant time) and that has not expired. */
+function openSessionValue(
+  payloadKey: Buffer,
+  value: string | undefined,
+  now = Date.now(),
+): SessionClaims | undefined {
+  const match = value ? /^([\w-]{1,400})\.([\w-]{43})$/.exec(value) : null;
+  if (!match) return undefined;
+  const [, encoded, mac] = match as unknown as [string, string, string];
+  const given = Buffer.from(mac, 'base64url');
+  const expected = sessionMac(payloadKey, encoded);
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
+  const claims = JSON.parse(Buffer.from(encoded, 'base64url').toString('utf8')) as SessionClaims;
+  return claims.expiresAt > now ? claims : undefined;
 }
 
 function cookieValue(req: Request, name: string): string | undefined {
@@ -124,11 +130,42 @@ function cookieValue(req: Request, name: string): string | undefined {
   return undefined;
 }
 
+/** Thrown for a payload /codec/encode will not seal; the message names the problem, never the content. */
+class NotADecisionError extends Error {
+  override name = 'NotADecisionError';
+}
+
+/** The decision a payload carries: a json/plain JSON object with a workflowId and only a decision's fields. */
+function decisionOf(payload: Payload, index: number): Record<string, unknown> & { workflowId: string } {
+  const at = `payload ${index + 1}`;
+  const encoding = new TextDecoder().decode(payload.metadata?.[METADATA_ENCODING_KEY] ?? new Uint8Array());
+  if (encoding !== 'json/plain')
+    throw new NotADecisionError(`${at} is ${encoding || 'unencoded'}, not json/plain`);
+  let body: unknown;
+  try {
+    body = JSON.parse(new TextDecoder().decode(payload.data ?? new Uint8Array()));
+  } catch {
+    throw new NotADecisionError(`${at} is not JSON`);
+  }
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw new NotADecisionError(`${at} is not one JSON object`);
+  const fields = Object.entries(body as Record<string, unknown>);
+  if (fields.some(([key]) => !DECISION_FIELDS.includes(key)))
+    throw new NotADecisionError(`${at} has fields other than ${DECISION_FIELDS.slice(0, 4).join(', ')}`);
+  if (fields.some(([key, value]) => key !== 'seal' && typeof value !== 'string'))
+    throw new NotADecisionError(`${at}: every field of a decision is a string`);
+  const { seal: _replaced, ...decision } = body as Record<string, string>;
+  if (!decision.workflowId) throw new NotADecisionError(`${at} has no workflowId`);
+  return decision as Record<string, unknown> & { workflowId: string };
+}
+
 export function codecRouter(options: CodecServerOptions): express.Router {
-  const { codec, authToken, logger } = options;
+  const { codec, operators, logger } = options;
   const sessionMs = options.sessionMs ?? 12 * 3_600_000;
   const origins = new Set(options.corsOrigins);
   const router = express.Router();
+  // Sessions are keyed by the current payload key: rotating it ends every session.
+  const { payloadKey } = codec.currentKey;
 
   // CORS for the Web UI: its requests carry X-Namespace (and may carry credentials), so browsers
   // send a preflight first. Only listed origins get an answer they can read.
@@ -154,22 +191,55 @@ export function codecRouter(options: CodecServerOptions): express.Router {
     res.status(204).end();
   });
 
-  const authorised = (req: Request): boolean => {
-    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(req.get('authorization') ?? '')?.[1];
-    if (bearer !== undefined) return sameSecret(bearer, authToken);
-    return validSession(authToken, cookieValue(req, SESSION_COOKIE));
+  /**
+   * The enabled operator behind a request: its bearer token (looked up by hash), else its session
+   * cookie, whose operator must still be enabled with the same credential. Checked against the
+   * database every time, so a disabled or rotated operator is refused at once.
+   */
+  async function operatorOf(req: Request): Promise<OperatorAccount | undefined> {
+    const authorization = req.get('authorization');
+    if (authorization !== undefined) {
+      const bearer = /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1];
+      return bearer === undefined ? undefined : operators.authenticate(bearer);
+    }
+    const claims = openSessionValue(payloadKey, cookieValue(req, SESSION_COOKIE));
+    if (!claims) return undefined;
+    const account = await operators.get(claims.operator);
+    return account && !account.disabled && account.credentialId === claims.credentialId ? account : undefined;
+  }
+
+  const requireOperator = async (req: Request, res: Response, next: NextFunction) => {
+    res.set('Cache-Control', 'no-store');
+    let account: OperatorAccount | undefined;
+    try {
+      account = await operatorOf(req);
+    } catch (err) {
+      logger.error({ err: errorMessage(err) }, 'codec: cannot check operator accounts');
+      return void res.status(503).json({ error: 'cannot check operator accounts now; try again' });
+    }
+    if (!account) {
+      res.set('WWW-Authenticate', 'Bearer realm="replyflow codec"');
+      return void res.status(401).json({
+        error:
+          'an operator token (Authorization: Bearer) or a codec login is required; a disabled or rotated one no longer counts',
+      });
+    }
+    res.locals.operator = account;
+    next();
   };
+
+  router.get(/^\/codec(?:\/[^/]+)*\/whoami$/, requireOperator, (_req: Request, res: Response) => {
+    const account = res.locals.operator as OperatorAccount;
+    res.json({ operator: account.name, roles: account.roles });
+  });
 
   // The protocol says to look only at the last path segment, so a proxy may mount us at any depth.
   router.post(
     /^\/codec(?:\/[^/]+)*\/(encode|decode)$/,
+    requireOperator,
     express.json({ limit: BODY_LIMIT }),
     async (req: Request, res: Response) => {
-      res.set('Cache-Control', 'no-store');
-      if (!authorised(req)) {
-        res.set('WWW-Authenticate', 'Bearer realm="replyflow codec"');
-        return void res.status(401).json({ error: 'a valid bearer token or codec login is required' });
-      }
+      const account = res.locals.operator as OperatorAccount;
       const parsed = payloadsBody.safeParse(req.body);
       if (!parsed.success) {
         return void res.status(400).json({
@@ -179,50 +249,87 @@ export function codecRouter(options: CodecServerOptions): express.Router {
       }
       const operation = req.path.endsWith('/encode') ? 'encode' : 'decode';
       const payloads = Payloads.fromObject(parsed.data).payloads;
-      let converted: typeof payloads;
+      let converted: Payload[];
       try {
-        converted = await (operation === 'encode' ? codec.encode(payloads) : codec.decode(payloads));
+        converted =
+          operation === 'encode'
+            ? await codec.encode(sealAll(payloads, account))
+            : await codec.decode(payloads);
       } catch (err) {
+        if (err instanceof NotADecisionError) {
+          logger.warn({ operator: account.name, err: err.message }, 'codec: refused to encode');
+          return void res
+            .status(422)
+            .json({ error: `the codec server encodes operator decisions only: ${err.message}` });
+        }
         // The codec's messages name a key id or a failed authentication tag, never payload content.
-        logger.warn({ operation, err: (err as Error).message }, 'codec request failed');
-        return void res.status(422).json({ error: `could not ${operation}: ${(err as Error).message}` });
+        logger.warn({ operation, operator: account.name, err: errorMessage(err) }, 'codec request failed');
+        return void res.status(422).json({ error: `could not ${operation}: ${errorMessage(err)}` });
       }
       res.json(Payloads.toObject(Payloads.create({ payloads: converted }), { bytes: String }));
     },
   );
 
-  router.get(`${CODEC_PATH}/login`, (req: Request, res: Response) => {
-    const signedIn = validSession(authToken, cookieValue(req, SESSION_COOKIE));
+  /** Each decision sealed for `account` (fresh request id, issued now, the current key) as json/plain. */
+  function sealAll(payloads: Payload[], account: OperatorAccount): Payload[] {
+    const sealed = payloads.map((payload, index) => {
+      const decision = decisionOf(payload, index);
+      const body = sealDecision(
+        decision,
+        {
+          operator: account.name,
+          credentialId: account.credentialId,
+          workflowId: decision.workflowId,
+          requestId: randomUUID(),
+          issuedAt: Date.now(),
+        },
+        codec.currentKey,
+      );
+      return {
+        metadata: { [METADATA_ENCODING_KEY]: new TextEncoder().encode('json/plain') },
+        data: new TextEncoder().encode(JSON.stringify(body)),
+      };
+    });
+    logger.info({ operator: account.name, decisions: sealed.length }, 'codec: decisions sealed');
+    return sealed;
+  }
+
+  router.get(`${CODEC_PATH}/login`, async (req: Request, res: Response) => {
+    const claims = openSessionValue(payloadKey, cookieValue(req, SESSION_COOKIE));
+    const account = claims && (await operators.get(claims.operator).catch(() => undefined));
+    const current = account && !account.disabled && account.credentialId === claims?.credentialId;
     res
       .set('Cache-Control', 'no-store')
       .type('html')
-      .send(loginPage(signedIn ? 'signed-in' : 'form', endpointOf(req)));
+      .send(current ? signedInPage(account, endpointOf(req)) : loginPage());
   });
 
   router.post(
     `${CODEC_PATH}/login`,
     express.urlencoded({ extended: false, limit: '4kb' }),
-    (req: Request, res: Response) => {
+    async (req: Request, res: Response) => {
       res.set('Cache-Control', 'no-store');
       const token = typeof req.body?.token === 'string' ? req.body.token.trim() : '';
-      if (!sameSecret(token, authToken)) {
+      const account = token ? await operators.authenticate(token) : undefined;
+      if (!account) {
         logger.warn('codec login refused');
-        return void res
-          .status(401)
-          .type('html')
-          .send(loginPage('refused', endpointOf(req)));
+        return void res.status(401).type('html').send(loginPage('refused'));
       }
-      const expiresAt = Date.now() + sessionMs;
+      const claims = {
+        operator: account.name,
+        credentialId: account.credentialId,
+        expiresAt: Date.now() + sessionMs,
+      };
       // SameSite=Strict: the UI and the codec endpoint share a host (same site), nothing else may use it.
-      res.cookie(SESSION_COOKIE, sessionValue(authToken, expiresAt), {
+      res.cookie(SESSION_COOKIE, sessionValue(payloadKey, claims), {
         path: CODEC_PATH,
         httpOnly: true,
         sameSite: 'strict',
         secure: req.secure,
         maxAge: sessionMs,
       });
-      logger.info('codec login');
-      res.type('html').send(loginPage('signed-in', endpointOf(req)));
+      logger.info({ operator: account.name }, 'codec login');
+      res.type('html').send(signedInPage(account, endpointOf(req)));
     },
   );
 
@@ -233,10 +340,7 @@ export function codecRouter(options: CodecServerOptions): express.Router {
       sameSite: 'strict',
       secure: req.secure,
     });
-    res
-      .set('Cache-Control', 'no-store')
-      .type('html')
-      .send(loginPage('form', endpointOf(req)));
+    res.set('Cache-Control', 'no-store').type('html').send(loginPage());
   });
 
   return router;
@@ -249,24 +353,31 @@ function endpointOf(req: Request): string {
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-function loginPage(state: 'form' | 'refused' | 'signed-in', endpoint: string): string {
-  const body =
-    state === 'signed-in'
-      ? `<p id="codec-status" role="status">Signed in: this browser may now decode payloads.</p>
+function signedInPage(account: OperatorAccount, endpoint: string): string {
+  return page(`<p id="codec-status" role="status">Signed in as <b id="codec-operator">${escapeHtml(account.name)}</b>
+(roles: ${escapeHtml(account.roles.join(', '))}): this browser may now decode payloads, and decisions it
+sends are sealed for ${escapeHtml(account.name)}.</p>
 <p>In the Temporal Web UI open <b>Codec Server</b> (the icon in the top bar), choose <b>Use my browser
 setting</b>, enter the endpoint <code>${escapeHtml(endpoint)}</code>, turn on <b>Include cross-origin
 credentials</b> and apply; then reload the page.</p>
-<form method="post" action="${CODEC_PATH}/logout"><button type="submit">Sign out</button></form>`
-      : `${state === 'refused' ? '<p id="codec-status" role="alert">That token is not valid.</p>' : ''}
+<form method="post" action="${CODEC_PATH}/logout"><button type="submit">Sign out</button></form>`);
+}
+
+function loginPage(state?: 'refused'): string {
+  return page(`${state === 'refused' ? '<p id="codec-status" role="alert">That token is not valid (unknown, disabled or rotated).</p>' : ''}
 <form method="post" action="${CODEC_PATH}/login">
-<label>Codec token (CODEC_AUTH_TOKEN) <input type="password" name="token" autocomplete="off" required></label>
-<button type="submit">Sign in</button></form>`;
+<label>Operator token <input type="password" name="token" autocomplete="off" required></label>
+<button type="submit">Sign in</button></form>
+<p>No token? An admin creates one: <code>replyflow operator add &lt;name&gt; --roles …</code>.</p>`);
+}
+
+function page(body: string): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>replyflow codec login</title>
 <style>body{font:15px system-ui,sans-serif;max-width:640px;margin:2em auto;padding:0 1em}input{width:100%;padding:.4em;margin:.4em 0}</style>
 </head><body><h1>replyflow codec server</h1>
-<p>Payloads in Temporal history are encrypted. Sign in with the codec token to let the Temporal Web UI
-in this browser show them decrypted.</p>
+<p>Payloads in Temporal history are encrypted. Sign in with your operator token to let the Temporal Web
+UI in this browser show them decrypted and send decisions in your name.</p>
 ${body}
 </body></html>`;
 }

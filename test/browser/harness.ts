@@ -11,6 +11,7 @@ import { freePort } from '../../src/ports';
 import { type ReceiverHandle, startReceiver } from '../../src/receiver';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import { type DevServer, startDevServer } from '../../src/temporal/dev-server';
+import { type TestOperator, testOperator } from '../helpers/operators';
 import { database, TEST_ENCRYPTION_KEY } from '../helpers/servers';
 import { silentLogger, startTestWorker, testConfig } from '../helpers/system';
 
@@ -27,7 +28,6 @@ const CHROMIUM_FLAGS = [
 ];
 /** The UI is a single-page app on a busy 2-core machine: every wait is on UI state, and generous. */
 export const UI_TIMEOUT_MS = 60_000;
-export const CODEC_TOKEN = 'browser-test-codec-token-0123456789';
 const SCREENSHOTS = path.resolve(__dirname, '..', '..', 'docs', 'img');
 
 export interface Browser {
@@ -74,6 +74,8 @@ export interface UiStack {
   receiver: ReceiverHandle;
   config: Config;
   client: Client;
+  /** An operator account who may mark sent, resend and discard: logs in to the codec server with its token. */
+  operator: TestOperator;
   stop(): Promise<void>;
 }
 
@@ -96,7 +98,6 @@ export async function startUiStack(env: Record<string, string> = {}): Promise<Ui
     const uiUrl = server.uiUrl!;
     const config = testConfig({
       TEMPORAL_UI_URL: uiUrl,
-      CODEC_AUTH_TOKEN: CODEC_TOKEN,
       SANDBOX_API_URL: `${receiverUrl}/sandbox/api`,
       ...env,
     });
@@ -113,7 +114,8 @@ export async function startUiStack(env: Record<string, string> = {}): Promise<Ui
     stops.push(() => worker.stop());
     const temporal: TemporalClient = await connectClient(server.address, 'default', TEST_ENCRYPTION_KEY);
     stops.push(() => temporal.close());
-    return { server, uiUrl, receiver, config, client: temporal.client, stop };
+    const operator = await testOperator(['mark-sent', 'resend', 'discard']);
+    return { server, uiUrl, receiver, config, client: temporal.client, operator, stop };
   } catch (err) {
     await stop();
     throw err;
@@ -122,12 +124,15 @@ export async function startUiStack(env: Record<string, string> = {}): Promise<Ui
 
 /** The Web UI, as an operator uses it: each step waits on what the UI shows, never on time. */
 export const webUi = {
-  /** Signs this browser in at the codec server (its HttpOnly session cookie). */
-  async codecLogin(page: Page, receiverUrl: string, token = CODEC_TOKEN): Promise<void> {
+  /** Signs this browser in at the codec server as `operator` (its HttpOnly session cookie). */
+  async codecLogin(page: Page, receiverUrl: string, operator: TestOperator): Promise<void> {
     await page.goto(`${receiverUrl}/codec/login`);
-    await page.getByLabel(/Codec token/).fill(token);
+    await page.getByLabel('Operator token').fill(operator.token);
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('status').filter({ hasText: 'Signed in' }).waitFor();
+    await page
+      .getByRole('status')
+      .filter({ hasText: `Signed in as ${operator.account.name}` })
+      .waitFor();
   },
 
   /**
@@ -156,7 +161,10 @@ export const webUi = {
     await box.press('Enter');
   },
 
-  /** Workflow page → More Actions → Send a Signal, with the signal picked by name and one JSON object. */
+  /**
+   * Workflow page → More Actions → Send a Signal, with the signal picked by name and one decision (a
+   * JSON object naming the workflow); the codec server seals it for the operator logged in there.
+   */
   async sendSignal(page: Page, name: string, payload: object, beforeSubmit?: () => Promise<void>) {
     await page.getByRole('button', { name: 'More Actions' }).click();
     await page.getByRole('menuitem', { name: 'Send a Signal' }).click();
@@ -169,7 +177,7 @@ export const webUi = {
     await page.keyboard.insertText(JSON.stringify(payload));
     // The editor reformats its JSON when it loses focus, which moves the Submit button.
     await editor.blur();
-    await dialog.locator('.cm-content', { hasText: /"operator": |"approver": / }).waitFor();
+    await dialog.locator('.cm-content', { hasText: /"workflowId": / }).waitFor();
     await beforeSubmit?.();
     await dialog.getByRole('button', { name: 'Submit' }).click();
     await dialog.waitFor({ state: 'hidden' });

@@ -63,14 +63,16 @@ describe('sandbox page: the demo from chat to held to resolved (Chromium)', func
     ]);
     await ui.getByRole('heading', { name: /webhook:sandbox:sbx_/ }).waitFor();
     const workflowUrl = ui.url();
-    await webUi.codecLogin(ui, stack.receiver.url);
+    await webUi.codecLogin(ui, stack.receiver.url, stack.operator);
     await ui.goto(workflowUrl);
     await webUi.useCodecWithCredentials(ui, `${stack.receiver.url}/codec`);
     await ui.reload();
     await ui.getByText('where is my parcel?').first().waitFor();
+    // The workflow page's address names the workflow: /namespaces/<ns>/workflows/<id>/<run id>/…
+    const workflowId = decodeURIComponent(new URL(workflowUrl).pathname.split('/')[4]!);
     await webUi.sendSignal(ui, 'resolve', {
+      workflowId,
       action: 'mark-sent',
-      operator: 'sam@example.com',
       reason: 'the reply is in the chat',
       externalId: deliveredId,
     });

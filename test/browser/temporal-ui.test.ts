@@ -1,6 +1,7 @@
 // The operator's screen in a real browser: Debian's Chromium on the Temporal Web UI of a dev server
 // started with our codec endpoint. The operator finds a held item by search attribute, reads it
-// (ciphertext until signed in to the codec server), and resolves it from "Send a Signal".
+// (ciphertext until signed in to the codec server with their operator token), and resolves it from
+// "Send a Signal": the codec server seals the decision for them, the workflow audits it in their name.
 // UPDATE_SCREENSHOTS=1 refreshes the runbook's pictures in docs/img/.
 import assert from 'node:assert/strict';
 import { statusQuery } from '../../workflows/messages';
@@ -87,7 +88,9 @@ describe('Temporal Web UI: find a held item by search attribute and resolve it f
     const refused = page.getByRole('dialog', { name: 'Send a Signal' });
     await refused.locator('#signal-name').fill('resolve');
     await refused.locator('.cm-content').click();
-    await page.keyboard.insertText('{"action":"discard","operator":"mallory","reason":"no codec login"}');
+    await page.keyboard.insertText(
+      JSON.stringify({ workflowId: handle.workflowId, action: 'discard', reason: 'no codec login' }),
+    );
     await refused.locator('.cm-content').blur();
     await refused.getByRole('button', { name: 'Submit' }).click();
     await refused.getByText('Data encoding failed').waitFor();
@@ -101,7 +104,7 @@ describe('Temporal Web UI: find a held item by search attribute and resolve it f
 
     // 3. Sign in to the codec server, and point this browser's codec setting at it with credentials.
     const workflowUrl = page.url();
-    await webUi.codecLogin(page, stack.receiver.url);
+    await webUi.codecLogin(page, stack.receiver.url, stack.operator);
     await screenshot(page, 'codec-login');
     await page.goto(workflowUrl);
     await webUi.useCodecWithCredentials(page, `${stack.receiver.url}/codec`, () =>
@@ -120,8 +123,8 @@ describe('Temporal Web UI: find a held item by search attribute and resolve it f
 
     // 5. resolve → mark-sent through the form; the UI encodes the payload with /codec/encode.
     const decision = {
+      workflowId: handle.workflowId,
       action: 'mark-sent',
-      operator: 'ana@example.com',
       reason: 'customer confirmed the reply arrived',
       externalId: '1',
     };
@@ -138,14 +141,14 @@ describe('Temporal Web UI: find a held item by search attribute and resolve it f
     assert.equal(effect.external_id, '1');
     const audit = await auditRows(handle.workflowId);
     assert.equal(audit.length, 1);
-    assert.equal(audit[0].actor, 'ana@example.com');
+    assert.equal(audit[0].actor, stack.operator.account.name, 'the operator logged in, as the seal proves');
     assert.equal(audit[0].action, 'mark-sent');
     assert.equal(audit[0].state_before, 'held');
     assert.equal(audit[0].state_after, 'succeeded');
     assert.equal(audit[0].reason, decision.reason);
     assert.match(audit[0].result, /^accepted/);
     const status = await handle.query(statusQuery);
-    assert.equal(status.operatorHistory[0]?.actor, 'ana@example.com');
+    assert.equal(status.operatorHistory[0]?.actor, stack.operator.account.name);
 
     // The signal the UI sent went through /codec/encode: history holds it encrypted.
     const history = await handle.fetchHistory();
@@ -154,6 +157,6 @@ describe('Temporal Web UI: find a held item by search attribute and resolve it f
     );
     const payload = signalled!.workflowExecutionSignaledEventAttributes!.input!.payloads![0]!;
     assert.equal(Buffer.from(payload.metadata!.encoding!).toString(), 'binary/encrypted');
-    assert.ok(!Buffer.from(payload.data!).toString().includes('ana@example.com'));
+    assert.ok(!Buffer.from(payload.data!).toString().includes(decision.reason));
   });
 });

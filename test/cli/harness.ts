@@ -1,9 +1,17 @@
-// Runs the CLI for tests: in-process through run(argv, io) with captured output and a scripted
-// confirmation, or as the real `bin/replyflow.js` in a child process; both against the test servers.
+// Runs the CLI for tests: in-process through run(argv, io) with captured output, a scripted
+// confirmation and a scripted secret, or as the real `bin/replyflow.js` in a child process; both
+// against the test servers and a receiver whose codec server the CLI goes through, as an operator
+// (REPLYFLOW_OPERATOR_TOKEN) and without any payload key, as operators run it.
 import { spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { run } from '../../src/cli/main';
-import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
+import type { ReceiverHandle } from '../../src/receiver';
+import type { TestOperator } from '../helpers/operators';
+import { startTestReceiver } from '../helpers/receiver';
+import { database, devServer, stopWithServers } from '../helpers/servers';
+import { testConfig } from '../helpers/system';
 
 export interface CliResult {
   code: number;
@@ -11,20 +19,36 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Roles the suites use: each person holds what their job needs, and no one approves their own resend. */
-export const TEST_ROLES =
-  'alice=mark-sent+resend+discard+reprocess+conversation,bob=approve,dave=*,carol=purge,*=view';
+let codecReceiver: Promise<ReceiverHandle> | undefined;
 
-/** The environment a CLI user would set to reach the test servers. */
+/** The receiver whose /codec the CLI uses: started once per run, stopped with the servers. */
+export function cliCodecReceiver(): Promise<ReceiverHandle> {
+  codecReceiver ??= (async () => {
+    const receiver = await startTestReceiver({
+      config: testConfig(),
+      temporalAddress: (await devServer()).address,
+    });
+    stopWithServers(() => receiver.stop());
+    return receiver;
+  })();
+  return codecReceiver;
+}
+
+/** A token file location of this run's own: the tests never read or write a real user's login. */
+const TOKEN_DIR = mkdtempSync(path.join(os.tmpdir(), 'replyflow-cli-'));
+
+/** The environment a CLI user would set to reach the test servers; `as` puts that operator's token in it. */
 export async function cliEnv(
+  as?: TestOperator,
   extra: Record<string, string | undefined> = {},
 ): Promise<Record<string, string>> {
-  const [server, db] = await Promise.all([devServer(), database()]);
+  const [server, db, receiver] = await Promise.all([devServer(), database(), cliCodecReceiver()]);
   const env: Record<string, string | undefined> = {
     TEMPORAL_ADDRESS: server.address,
     DATABASE_URL: db.url,
-    REPLYFLOW_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
-    REPLYFLOW_ROLES: TEST_ROLES,
+    REPLYFLOW_CODEC_URL: `${receiver.url}/codec`,
+    REPLYFLOW_OPERATOR_TOKEN: as?.token,
+    REPLYFLOW_OPERATOR_TOKEN_FILE: path.join(TOKEN_DIR, 'no-login-here'),
     LOG_LEVEL: 'silent',
     ...extra,
   };
@@ -32,9 +56,13 @@ export async function cliEnv(
 }
 
 export interface InProcessOptions {
+  /** Acts as this operator (its token in REPLYFLOW_OPERATOR_TOKEN). */
+  as?: TestOperator;
   env?: Record<string, string | undefined>;
   /** Answers the confirmation prompt; it may act first (change an item between plan and run). */
   confirm?: (question: string) => Promise<boolean>;
+  /** What `replyflow login` reads as the token. */
+  secret?: string;
 }
 
 /** `replyflow <argv>` in this process; resolves with its exit code and everything it printed. */
@@ -42,10 +70,11 @@ export async function cli(argv: string[], options: InProcessOptions = {}): Promi
   let stdout = '';
   let stderr = '';
   const code = await run(argv, {
-    env: await cliEnv(options.env),
+    env: await cliEnv(options.as, options.env),
     stdout: { write: (text: string) => (stdout += text) },
     stderr: { write: (text: string) => (stderr += text) },
     confirm: options.confirm ?? (async () => false),
+    readSecret: async () => options.secret ?? '',
   });
   return { code, stdout, stderr };
 }
@@ -60,13 +89,16 @@ export async function cliJson<T>(argv: string[], options: InProcessOptions = {})
 
 const BIN = path.resolve(__dirname, '..', '..', 'bin', 'replyflow.js');
 
-/** The real executable, as an operator runs it. */
+/** The real executable, as an operator runs it; `input` is written to its stdin. */
 export async function cliProcess(
   argv: string[],
-  env: Record<string, string | undefined> = {},
+  options: { as?: TestOperator; env?: Record<string, string | undefined>; input?: string } = {},
 ): Promise<CliResult> {
-  const childEnv = { ...process.env, ...(await cliEnv(env)) };
-  const child = spawn(process.execPath, [BIN, ...argv], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const childEnv = { ...process.env, ...(await cliEnv(options.as, options.env)) };
+  // A key in the test process's environment must not help the CLI: it has to do without one.
+  delete childEnv.REPLYFLOW_ENCRYPTION_KEY;
+  const child = spawn(process.execPath, [BIN, ...argv], { env: childEnv, stdio: ['pipe', 'pipe', 'pipe'] });
+  child.stdin.end(options.input ?? '');
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => {
@@ -80,22 +112,4 @@ export async function cliProcess(
     child.once('close', (exit) => resolve(exit ?? 1));
   });
   return { code, stdout, stderr };
-}
-
-/**
- * Asks `probe` until it returns a value (Temporal visibility is eventually consistent): each call is
- * an observation of the system, not a sleep standing in for one.
- */
-export async function eventually<T>(
-  probe: () => Promise<T | undefined>,
-  what: string,
-  timeoutMs = 30_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }

@@ -1,20 +1,36 @@
 // The operator CLI on the system as a whole: reconcile finds planted inconsistencies (and only within
 // the retention), audit filters the log, conversation moves are role-checked and audited, and purge
-// keeps what dedupe needs. Real dev server, PostgreSQL and a worker on this suite's own queue.
+// keeps what dedupe needs. Real dev server, PostgreSQL, a codec server and a worker on this suite's
+// own queue; each command runs as an operator account with the roles it needs (or lacks).
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { AuditEntry } from '../../src/operator/audit';
 import type { PurgeReport } from '../../src/operator/purge';
 import type { ReconcileReport } from '../../src/operator/reconcile';
-import { resolveSignal } from '../../workflows/messages';
+import { eventually } from '../helpers/eventually';
+import { operatorDecides, type TestOperator, testOperator } from '../helpers/operators';
 import { database } from '../helpers/servers';
 import { sandboxEvent, uniqueId, workerSuite } from '../helpers/system';
 import { auditRows, startEvent, waitForState } from '../helpers/workflows';
-import { cli, cliJson, eventually } from './harness';
+import { cli, cliJson } from './harness';
 
 describe('operator CLI: reconcile, audit, conversation, purge (dev server, PostgreSQL, a worker)', function () {
   this.timeout(180_000);
   const suite = workerSuite();
+  /** Moves conversations; may not purge. */
+  let alice: TestOperator;
+  /** Only approves. */
+  let bob: TestOperator;
+  /** Purges. */
+  let carol: TestOperator;
+
+  before(async () => {
+    [alice, bob, carol] = await Promise.all([
+      testOperator(['conversation']),
+      testOperator(['approve']),
+      testOperator(['purge']),
+    ]);
+  });
 
   const pool = async () => (await database()).pool;
 
@@ -58,7 +74,7 @@ describe('operator CLI: reconcile, audit, conversation, purge (dev server, Postg
     await (await startEvent(suite.temporal.client, suite.config.TEMPORAL_TASK_QUEUE, event)).result();
     await (await pool()).query('UPDATE events SET outcome = NULL WHERE event_id = $1', [event.eventId]);
 
-    const result = await cli(['reconcile', '--json']);
+    const result = await cli(['reconcile', '--json'], { as: bob });
     assert.equal(result.code, 1, result.stderr);
     const report = JSON.parse(result.stdout) as ReconcileReport;
     assert.equal(report.consistent, false);
@@ -78,7 +94,7 @@ describe('operator CLI: reconcile, audit, conversation, purge (dev server, Postg
     const noOutcome = report.noOutcome.find((e) => e.eventId === event.eventId);
     assert.match(noOutcome?.why ?? '', /workflow completed without an outcome/);
 
-    const text = await cli(['reconcile']);
+    const text = await cli(['reconcile'], { as: bob });
     assert.equal(text.code, 1);
     assert.match(text.stdout, /acknowledged events without a workflow: \d+/);
     assert.ok(text.stdout.includes(lost.workflowId));
@@ -104,14 +120,14 @@ describe('operator CLI: reconcile, audit, conversation, purge (dev server, Postg
     );
     await waitForState(handle, 'held');
     // The alert follows the held state in the workflow: watch the table for it.
-    const rows = await eventually(async () => {
+    const rows = await eventually('the held alert row is written', async () => {
       const found = await (await pool()).query('SELECT kind, level FROM alerts WHERE workflow_id = $1', [
         handle.workflowId,
       ]);
       return found.rows.length > 0 ? found.rows : undefined;
-    }, 'the held alert row');
+    });
     assert.deepEqual(rows, [{ kind: 'held', level: 0 }]);
-    await handle.signal(resolveSignal, { action: 'discard', operator: 'test', reason: 'clean up' });
+    await operatorDecides(handle, 'resolve', { action: 'discard', reason: 'clean up' });
     await handle.result();
   });
 
@@ -121,36 +137,18 @@ describe('operator CLI: reconcile, audit, conversation, purge (dev server, Postg
       `INSERT INTO conversations (id, machine, state, version) VALUES ($1, 'chat', 'bot_handling', 1)`,
       [key],
     );
-    const handoff = await cli([
-      'conversation',
-      'handoff',
-      key,
-      '--reason',
-      'asked for a person',
-      '--operator',
-      'alice',
-    ]);
+    const handoff = await cli(['conversation', 'handoff', key, '--reason', 'asked for a person'], {
+      as: alice,
+    });
     assert.equal(handoff.code, 0, handoff.stderr);
     assert.equal(handoff.stdout.trim(), `handoff ${key}: bot_handling → human_handling.`);
-    const refused = await cli([
-      'conversation',
-      'handback',
-      key,
-      '--reason',
-      'bot again',
-      '--operator',
-      'bob',
-    ]);
+    const refused = await cli(['conversation', 'handback', key, '--reason', 'bot again'], { as: bob });
     assert.equal(refused.code, 3);
-    const impossible = await cli([
-      'conversation',
-      'reopen',
-      key,
-      '--reason',
-      'why not',
-      '--operator',
-      'alice',
-    ]);
+    assert.equal(
+      refused.stderr.trim(),
+      `replyflow: ${bob.account.name} may not conversation (no conversation role); the refusal is in the audit log`,
+    );
+    const impossible = await cli(['conversation', 'reopen', key, '--reason', 'why not'], { as: alice });
     assert.equal(impossible.code, 1);
     assert.match(impossible.stdout, /Rejected: reopen is not possible from human_handling/);
     const { rows } = await (await pool()).query('SELECT state FROM conversations WHERE id = $1', [key]);
@@ -158,9 +156,9 @@ describe('operator CLI: reconcile, audit, conversation, purge (dev server, Postg
     assert.deepEqual(
       (await auditRows(`conversation:${key}`)).map((a) => [a.actor, a.action, a.result]),
       [
-        ['alice', 'conversation:handoff', 'accepted'],
-        ['bob', 'conversation:handback', 'rejected: not permitted'],
-        ['alice', 'conversation:reopen', 'rejected: reopen is not possible from human_handling'],
+        [alice.account.name, 'conversation:handoff', 'accepted'],
+        [bob.account.name, 'conversation:handback', 'rejected: not permitted'],
+        [alice.account.name, 'conversation:reopen', 'rejected: reopen is not possible from human_handling'],
       ],
     );
   });
@@ -172,28 +170,32 @@ describe('operator CLI: reconcile, audit, conversation, purge (dev server, Postg
       `INSERT INTO conversations (id, machine, state, version) VALUES ($1, 'chat', 'closed', 1)`,
       [key],
     );
-    await cli(['conversation', 'reopen', key, '--reason', 'wrote again', '--operator', 'alice']);
-    await cli(['conversation', 'close', key, '--reason', 'done', '--operator', 'bob']);
+    await cli(['conversation', 'reopen', key, '--reason', 'wrote again'], { as: alice });
+    await cli(['conversation', 'close', key, '--reason', 'done'], { as: bob });
 
-    const all = await cliJson<AuditEntry[]>(['audit', '--workflow', target]);
+    const all = await cliJson<AuditEntry[]>(['audit', '--workflow', target], { as: bob });
     assert.deepEqual(
       all.map((a) => [a.actor, a.action, a.target, a.stateBefore, a.stateAfter, a.reason]),
       [
-        ['alice', 'conversation:reopen', target, 'closed', 'unhandled', 'wrote again'],
-        ['bob', 'conversation:close', target, null, null, 'done'],
+        [alice.account.name, 'conversation:reopen', target, 'closed', 'unhandled', 'wrote again'],
+        [bob.account.name, 'conversation:close', target, null, null, 'done'],
       ],
     );
-    const byBob = await cliJson<AuditEntry[]>(['audit', '--workflow', target, '--actor', 'bob']);
+    const byBob = await cliJson<AuditEntry[]>(['audit', '--workflow', target, '--actor', bob.account.name], {
+      as: alice,
+    });
     assert.deepEqual(
       byBob.map((a) => a.result),
       ['rejected: not permitted'],
     );
-    assert.equal((await cliJson<AuditEntry[]>(['audit', '--workflow', target, '--since', '1h'])).length, 2);
-    assert.equal((await cliJson<AuditEntry[]>(['audit', '--workflow', target, '--until', '1h'])).length, 0);
-    const text = await cli(['audit', '--workflow', target]);
+    const audit = (...flags: string[]) =>
+      cliJson<AuditEntry[]>(['audit', '--workflow', target, ...flags], { as: bob });
+    assert.equal((await audit('--since', '1h')).length, 2);
+    assert.equal((await audit('--until', '1h')).length, 0);
+    const text = await cli(['audit', '--workflow', target], { as: bob });
     assert.equal(text.code, 0);
     assert.match(text.stdout, /closed → unhandled/);
-    const bad = await cli(['audit', '--since', 'yesterday-ish']);
+    const bad = await cli(['audit', '--since', 'yesterday-ish'], { as: bob });
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /--since expects a duration/);
   });
@@ -220,32 +222,17 @@ describe('operator CLI: reconcile, audit, conversation, purge (dev server, Postg
       ).rows.map((r) => [r.event_id, r.payload_ref, r.outcome]);
     const before = await payloads();
 
-    const tooShort = await cli(['purge', '--older-than', '1d', '--operator', 'carol']);
+    const tooShort = await cli(['purge', '--older-than', '1d'], { as: carol });
     assert.equal(tooShort.code, 2);
     assert.match(tooShort.stderr, /refusing a purge window shorter than 3d/);
-    const dry = await cliJson<PurgeReport>([
-      'purge',
-      '--older-than',
-      '4d',
-      '--dry-run',
-      '--operator',
-      'alice',
-    ]);
+    const dry = await cliJson<PurgeReport>(['purge', '--older-than', '4d', '--dry-run'], { as: alice });
     assert.equal(dry.dryRun, true);
     assert.ok(dry.events >= 1 && dry.sandboxMessages >= 1);
-    const notPermitted = await cli(['purge', '--older-than', '4d', '--operator', 'alice']);
+    const notPermitted = await cli(['purge', '--older-than', '4d'], { as: alice });
     assert.equal(notPermitted.code, 3);
     assert.deepEqual(await payloads(), before, 'nothing changed so far');
 
-    const purged = await cli([
-      'purge',
-      '--older-than',
-      '4d',
-      '--operator',
-      'carol',
-      '--reason',
-      'monthly retention',
-    ]);
+    const purged = await cli(['purge', '--older-than', '4d', '--reason', 'monthly retention'], { as: carol });
     assert.equal(purged.code, 0, purged.stderr);
     assert.match(purged.stdout, /Purged the payloads of \d+ events/);
     assert.deepEqual(await payloads(), [
@@ -260,8 +247,8 @@ describe('operator CLI: reconcile, audit, conversation, purge (dev server, Postg
     assert.deepEqual(
       audit.slice(-2).map((a) => [a.actor, a.action, a.result.split(':')[0], a.reason]),
       [
-        ['alice', 'purge', 'rejected', 'retention'],
-        ['carol', 'purge', 'accepted', 'monthly retention'],
+        [alice.account.name, 'purge', 'rejected', 'retention'],
+        [carol.account.name, 'purge', 'accepted', 'monthly retention'],
       ],
     );
   });

@@ -1,23 +1,49 @@
-// The operator CLI on held and failed work, against the real dev server, PostgreSQL and a worker on
-// this suite's own queue whose sandbox target is a fake: finding work, reading it, deciding it (one
-// workflow or a selection), and refusals by role, each asserted on rows, sends and workflow state.
+// The operator CLI on held and failed work, against the real dev server, PostgreSQL, a receiver whose
+// codec server seals the CLI's decisions, and a worker on this suite's own queue whose sandbox target
+// is a fake: finding work, reading it, deciding it (one workflow or a selection) as real operator
+// accounts, and refusals by the workflow and by the codec server, each asserted on rows, sends,
+// verdicts and workflow state.
 import assert from 'node:assert/strict';
 import type { WorkflowHandle } from '@temporalio/client';
+import { createOperatorStore } from '../../src/db/operators';
+import { openSeal } from '../../src/decision-seal';
 import type { DecisionOutcome } from '../../src/operator/decisions';
 import type { Inspection } from '../../src/operator/inspect';
 import type { SelectionItem } from '../../src/operator/selection';
 import type { WorkItem } from '../../src/operator/workflows';
-import { resolveSignal, statusQuery } from '../../workflows/messages';
+import { payloadCodec } from '../../src/temporal/client';
+import { statusQuery } from '../../workflows/messages';
+import { eventually } from '../helpers/eventually';
+import {
+  decide,
+  operatorDecides,
+  staffOperators,
+  type TestOperator,
+  testOperator,
+} from '../helpers/operators';
+import { database, TEST_ENCRYPTION_KEY } from '../helpers/servers';
 import { sandboxEvent, uniqueId, workerSuite } from '../helpers/system';
 import { auditRows, effectRows, startEvent, waitForState } from '../helpers/workflows';
-import { cli, cliJson, cliProcess, eventually } from './harness';
+import { cli, cliJson, cliProcess } from './harness';
 
-describe('operator CLI: held and failed work (dev server, PostgreSQL, a worker, a fake target)', function () {
+describe('operator CLI: held and failed work (dev server, PostgreSQL, codec server, a worker, a fake target)', function () {
   this.timeout(180_000);
   const suite = workerSuite();
+  /** May decide everything but approve. */
+  let desk: TestOperator;
+  /** May only view. */
+  let viewer: TestOperator;
+
+  before(async () => {
+    [desk, viewer] = await Promise.all([
+      testOperator(['resend', 'mark-sent', 'discard', 'reprocess']),
+      testOperator(['view']),
+    ]);
+  });
 
   const queue = () => suite.config.TEMPORAL_TASK_QUEUE;
   const PRIVATE_TEXT = 'my card number is 4242 and my address is secret street';
+  const UPDATE_LINE = /^\S+ \S+ as \S+ \(update [0-9a-f-]{36}\)$/;
 
   /** A held workflow: the blind target commits the reply and the response is lost. */
   async function held(): Promise<{ handle: WorkflowHandle; conversationId: string }> {
@@ -52,7 +78,10 @@ describe('operator CLI: held and failed work (dev server, PostgreSQL, a worker, 
   /** Ends a test's leftover work, so that later selections on this queue do not see it. */
   async function discard(...handles: WorkflowHandle[]) {
     for (const handle of handles) {
-      await handle.signal(resolveSignal, { action: 'discard', operator: 'test', reason: 'clean up' });
+      assert.match(
+        await operatorDecides(handle, 'resolve', { action: 'discard', reason: 'clean up' }),
+        /^Accepted/,
+      );
       await handle.result();
     }
   }
@@ -60,8 +89,10 @@ describe('operator CLI: held and failed work (dev server, PostgreSQL, a worker, 
   /** Waits until visibility lists the workflow, then returns its row. */
   const listed = (kind: 'held' | 'failed', workflowId: string) =>
     eventually(
-      async () => (await cliJson<WorkItem[]>([kind])).find((w) => w.workflowId === workflowId),
-      `${workflowId} in \`replyflow ${kind}\``,
+      `visibility lists ${workflowId} in \`replyflow ${kind}\``,
+      async () =>
+        (await cliJson<WorkItem[]>([kind], { as: viewer })).find((w) => w.workflowId === workflowId),
+      { intervalMs: 200 },
     );
 
   it('lists held and failed work with integration, business key, step, attempts, error class and action', async () => {
@@ -78,7 +109,7 @@ describe('operator CLI: held and failed work (dev server, PostgreSQL, a worker, 
     assert.equal(failedRow.lastErrorClass, 'permanent');
     assert.equal(failedRow.attempts, 1);
 
-    const table = await cli(['held']);
+    const table = await cli(['held'], { as: viewer });
     assert.equal(table.code, 0);
     const header = table.stdout.split('\n')[0]!;
     for (const column of [
@@ -93,7 +124,9 @@ describe('operator CLI: held and failed work (dev server, PostgreSQL, a worker, 
       assert.ok(header.includes(column), `the table has ${column}`);
     assert.ok(table.stdout.includes(h.handle.workflowId));
     assert.ok(
-      !(await cli(['held', '--integration', 'no-such-integration'])).stdout.includes(h.handle.workflowId),
+      !(await cli(['held', '--integration', 'no-such-integration'], { as: viewer })).stdout.includes(
+        h.handle.workflowId,
+      ),
     );
     assert.ok(!table.stdout.includes(f.handle.workflowId), 'failed work is not in the held list');
 
@@ -102,9 +135,11 @@ describe('operator CLI: held and failed work (dev server, PostgreSQL, a worker, 
 
   it('shows the status, effect rows and audit rows of one workflow, never its message text', async () => {
     const { handle, conversationId } = await held();
-    await handle.signal(resolveSignal, { action: 'resend', operator: 'alice', reason: 'nothing arrived' });
-    await waitForState(handle, 'awaiting_approval');
-    const shown = await cliJson<Inspection>(['show', handle.workflowId]);
+    assert.equal(
+      await decide(handle, desk, 'resolve', { action: 'resend', reason: 'nothing arrived' }),
+      'Accepted: awaiting approval',
+    );
+    const shown = await cliJson<Inspection>(['show', handle.workflowId], { as: viewer });
     assert.equal(shown.workflow.status.state, 'awaiting_approval');
     assert.equal(shown.workflow.status.businessKey, keyOf(conversationId));
     assert.deepEqual(
@@ -113,13 +148,13 @@ describe('operator CLI: held and failed work (dev server, PostgreSQL, a worker, 
     );
     assert.deepEqual(
       shown.audit.map((a) => [a.actor, a.action, a.stateBefore, a.stateAfter, a.result]),
-      [['alice', 'resend', 'held', 'awaiting_approval', 'accepted: awaiting approval']],
+      [[desk.account.name, 'resend', 'held', 'awaiting_approval', 'accepted: awaiting approval']],
     );
 
-    const text = await cli(['show', handle.workflowId]);
+    const text = await cli(['show', handle.workflowId], { as: viewer });
     assert.equal(text.code, 0);
     assert.match(text.stdout, /awaiting_approval/);
-    assert.match(text.stdout, /asked by alice: nothing arrived/);
+    assert.ok(text.stdout.includes(`asked by ${desk.account.name}: nothing arrived`));
     const reply = suite.fake.deliveredTo(conversationId)[0]!.text;
     for (const output of [text.stdout, JSON.stringify(shown)]) {
       assert.ok(!output.includes(PRIVATE_TEXT), 'the incoming message text is never printed');
@@ -128,7 +163,7 @@ describe('operator CLI: held and failed work (dev server, PostgreSQL, a worker, 
     await discard(handle);
   });
 
-  it('marks a held item sent through the real executable: no send, the workflow completes, one audit row', async () => {
+  it('marks a held item sent through the real executable, sealed for its operator by the codec server', async () => {
     const { handle, conversationId } = await held();
     const [effect] = await effectRows(keyOf(conversationId));
     const sendsBefore = suite.fake.sendsFor(effect.id).length;
@@ -143,170 +178,189 @@ describe('operator CLI: held and failed work (dev server, PostgreSQL, a worker, 
         '--reason',
         'seen in the chat',
       ],
-      { REPLYFLOW_OPERATOR: 'alice' },
+      { as: desk },
     );
     assert.equal(result.code, 0, result.stderr);
-    const requestId = /requestId ([0-9a-f-]{36})/.exec(result.stdout)?.[1];
-    assert.ok(requestId, 'the requestId is printed');
-    assert.match(result.stdout, /Accepted: marked sent as ext-77 \(state held → succeeded\)/);
+    const [first, verdict] = result.stdout.trimEnd().split('\n');
+    assert.match(first!, UPDATE_LINE);
+    assert.ok(first!.startsWith(`mark-sent ${handle.workflowId} as ${desk.account.name} `));
+    assert.equal(verdict, 'Accepted: marked sent as ext-77');
     assert.equal((await handle.result()).state, 'succeeded');
     assert.equal(suite.fake.sendsFor(effect.id).length, sendsBefore, 'mark-sent sends nothing');
     const [after] = await effectRows(keyOf(conversationId));
     assert.deepEqual([after.status, after.external_id], ['succeeded', 'ext-77']);
     const audit = await auditRows(handle.workflowId);
     assert.deepEqual(
-      audit.map((a) => [a.actor, a.action, a.state_before, a.state_after, a.request_id]),
-      [['alice', 'mark-sent', 'held', 'succeeded', requestId]],
+      audit.map((a) => [a.actor, a.action, a.state_before, a.state_after]),
+      [[desk.account.name, 'mark-sent', 'held', 'succeeded']],
     );
+
+    // What reached Temporal is ciphertext, and inside it a seal naming the operator behind the token.
+    const history = await handle.fetchHistory();
+    const accepted = history.events!.find((e) => e.workflowExecutionUpdateAcceptedEventAttributes)!;
+    const [payload] =
+      accepted.workflowExecutionUpdateAcceptedEventAttributes!.acceptedRequest!.input!.args!.payloads!;
+    assert.equal(Buffer.from(payload!.metadata!.encoding!).toString(), 'binary/encrypted');
+    const codec = payloadCodec(TEST_ENCRYPTION_KEY);
+    const [plain] = await codec.decode([payload!]);
+    const opened = openSeal(JSON.parse(Buffer.from(plain!.data!).toString()), codec.keys);
+    assert.ok(opened.ok, 'the decision carries a seal the worker accepts');
+    assert.equal(opened.claims.operator, desk.account.name);
+    assert.equal(opened.claims.workflowId, handle.workflowId);
+    assert.equal(audit[0].request_id, opened.claims.requestId);
   });
 
-  it('refuses what a role does not allow, audits the refusal, and changes nothing', async () => {
-    const { handle } = await held();
-    const byBob = await cli(
-      ['resolve', handle.workflowId, '--action', 'mark-sent', '--external-id', 'x', '--reason', 'r'],
-      {
-        env: { REPLYFLOW_OPERATOR: 'bob' },
-      },
-    );
-    assert.equal(byBob.code, 3);
-    assert.match(byBob.stderr, /bob may not mark-sent/);
-    // Without any role configuration everyone may view, and nobody may act.
-    const byDefault = await cli(
-      ['resolve', handle.workflowId, '--action', 'discard', '--reason', 'r', '--operator', 'erin'],
-      {
-        env: { REPLYFLOW_ROLES: undefined },
-      },
-    );
-    assert.equal(byDefault.code, 3);
-    assert.match(byDefault.stderr, /everyone may view, nobody may act/);
-    assert.equal((await cli(['show', handle.workflowId], { env: { REPLYFLOW_ROLES: undefined } })).code, 0);
-
-    const audit = await auditRows(handle.workflowId);
-    assert.deepEqual(
-      audit.map((a) => [a.actor, a.action, a.result, a.reason]),
-      [
-        ['bob', 'mark-sent', 'rejected: not permitted', 'r'],
-        ['erin', 'discard', 'rejected: not permitted', 'r'],
-      ],
-    );
-    const status = await handle.query(statusQuery);
-    assert.equal(status.state, 'held');
-    assert.deepEqual(status.operatorHistory, [], 'no signal reached the workflow');
-    await discard(handle);
-  });
-
-  it('resends only after another person approves, and reports the workflow verdict on self-approval', async () => {
+  it('resends only after a second operator approves: the first one approving is rejected by the workflow', async () => {
     const { handle, conversationId } = await held();
     const [effect] = await effectRows(keyOf(conversationId));
-    const resend = await cliJson<DecisionOutcome>([
-      'resolve',
-      handle.workflowId,
-      '--action',
-      'resend',
-      '--reason',
-      'customer saw nothing',
-      '--operator',
-      'dave',
+    // Both may approve: the refusal below is the two-person rule, not a missing role.
+    const [lead, second] = await Promise.all([
+      testOperator(['resend', 'approve']),
+      testOperator(['approve']),
     ]);
-    assert.deepEqual([resend.decision?.result, resend.state], ['accepted', 'awaiting_approval']);
-    const self = await cli(['approve', handle.workflowId, '--reason', 'my own', '--operator', 'dave']);
-    assert.equal(self.code, 1);
-    assert.match(self.stdout, /Rejected: the approver must be a different person/);
+    const resend = await cliJson<DecisionOutcome & { operator: string }>(
+      ['resolve', handle.workflowId, '--action', 'resend', '--reason', 'customer saw nothing'],
+      { as: lead },
+    );
+    assert.deepEqual([resend.operator, resend.verdict], [lead.account.name, 'Accepted: awaiting approval']);
+
+    const self = await cli(['approve', handle.workflowId, '--reason', 'my own'], { as: lead });
+    assert.equal(self.code, 3);
+    assert.equal(
+      self.stdout.trimEnd().split('\n')[1],
+      'Rejected: the approver must be a different person from the operator who asked for the resend',
+    );
+    assert.equal((await handle.query(statusQuery)).state, 'awaiting_approval');
     assert.equal(suite.fake.sendsFor(effect.id).length, 1, 'nothing is resent without approval');
 
-    const approved = await cli([
-      'approve',
-      handle.workflowId,
-      '--reason',
-      'checked the log',
-      '--operator',
-      'bob',
-    ]);
+    const approved = await cli(['approve', handle.workflowId, '--reason', 'checked the log'], { as: second });
     assert.equal(approved.code, 0, approved.stderr);
-    assert.match(approved.stdout, /Accepted: resend approved/);
+    assert.equal(approved.stdout.trimEnd().split('\n')[1], 'Accepted: resend approved');
     assert.equal((await handle.result()).state, 'succeeded');
     assert.equal(suite.fake.sendsFor(effect.id).length, 2, 'exactly one resend');
     const audit = await auditRows(handle.workflowId);
     assert.deepEqual(
       audit.map((a) => [a.actor, a.action, a.result.split(':')[0]]),
       [
-        ['dave', 'resend', 'accepted'],
-        ['dave', 'approve', 'rejected'],
-        ['bob', 'approve', 'accepted'],
+        [lead.account.name, 'resend', 'accepted'],
+        [lead.account.name, 'approve', 'rejected'],
+        [second.account.name, 'approve', 'accepted'],
       ],
     );
   });
 
+  it('has the workflow refuse a decision the operator may not take: exit 3, on the record, nothing changed', async () => {
+    const { handle, conversationId } = await held();
+    const rowsBefore = await effectRows(keyOf(conversationId));
+    const result = await cli(
+      ['resolve', handle.workflowId, '--action', 'mark-sent', '--external-id', 'x', '--reason', 'r'],
+      { as: viewer },
+    );
+    assert.equal(result.code, 3);
+    assert.equal(
+      result.stdout.trimEnd().split('\n')[1],
+      `Rejected: not permitted: ${viewer.account.name} does not have the mark-sent role`,
+    );
+    const audit = await auditRows(handle.workflowId);
+    assert.deepEqual(
+      audit.map((a) => [a.action, a.result]),
+      [['mark-sent', `rejected: not permitted: ${viewer.account.name} does not have the mark-sent role`]],
+    );
+    assert.equal((await handle.query(statusQuery)).state, 'held');
+    assert.deepEqual(await effectRows(keyOf(conversationId)), rowsBefore);
+    await discard(handle);
+  });
+
+  it('refuses a disabled or rotated token in the CLI and at the codec server: exit 3, nothing changed', async () => {
+    const { handle, conversationId } = await held();
+    const rowsBefore = await effectRows(keyOf(conversationId));
+    const store = createOperatorStore((await database()).pool);
+    const [gone, rotated] = await Promise.all([testOperator(['discard']), testOperator(['discard'])]);
+    await store.disable(gone.account.name, { by: 'test' });
+    const { token: fresh } = await store.rotate(rotated.account.name, { by: 'test' });
+
+    const discardIt = ['resolve', handle.workflowId, '--action', 'discard', '--reason', 'r'];
+    for (const stale of [gone, rotated]) {
+      const decided = await cli(discardIt, { as: stale });
+      assert.equal(decided.code, 3, decided.stderr);
+      assert.match(
+        decided.stderr,
+        /^replyflow: the codec server at \S+ refused the operator token \(unknown, disabled or rotated\)/,
+      );
+      const shown = await cli(['show', handle.workflowId], { as: stale });
+      assert.equal(shown.code, 3);
+      assert.match(shown.stderr, /^replyflow: the operators table does not know the operator token/);
+      for (const output of [decided, shown])
+        assert.ok(!`${output.stdout}${output.stderr}`.includes(stale.token));
+    }
+    const status = await handle.query(statusQuery);
+    assert.equal(status.state, 'held');
+    assert.deepEqual(status.operatorHistory, [], 'no decision reached the workflow');
+    assert.deepEqual(await auditRows(handle.workflowId), []);
+    assert.deepEqual(await effectRows(keyOf(conversationId)), rowsBefore);
+
+    const withNewToken = await cli(discardIt, { as: { ...rotated, token: fresh } });
+    assert.equal(withNewToken.code, 0, withNewToken.stderr);
+    assert.equal((await handle.result()).state, 'discarded');
+  });
+
   it('answers bad input with one clear line, exit 2, and no change', async () => {
     const { handle } = await held();
-    const unknown = await cli([
-      'resolve',
-      'webhook:sandbox:nope',
-      '--action',
-      'discard',
-      '--reason',
-      'r',
-      '--operator',
-      'alice',
-    ]);
+    const unknown = await cli(['resolve', 'webhook:sandbox:nope', '--action', 'discard', '--reason', 'r'], {
+      as: desk,
+    });
     assert.deepEqual(
       [unknown.code, unknown.stderr.trim()],
       [2, 'replyflow: no workflow webhook:sandbox:nope'],
     );
-    const noReason = await cli(['resolve', handle.workflowId, '--action', 'discard', '--operator', 'alice']);
+    const noReason = await cli(['resolve', handle.workflowId, '--action', 'discard'], { as: desk });
     assert.equal(noReason.code, 2);
     assert.match(noReason.stderr, /required option '--reason <text>'/);
-    const blankReason = await cli([
-      'resolve',
-      handle.workflowId,
-      '--action',
-      'discard',
-      '--reason',
-      ' ',
-      '--operator',
-      'alice',
-    ]);
+    const blankReason = await cli(['resolve', handle.workflowId, '--action', 'discard', '--reason', ' '], {
+      as: desk,
+    });
     assert.deepEqual(
       [blankReason.code, blankReason.stderr.trim()],
       [2, 'replyflow: a reason is required (--reason "…")'],
     );
-    const notFailed = await cli(['reprocess', handle.workflowId, '--reason', 'r', '--operator', 'alice']);
+    const notFailed = await cli(['reprocess', handle.workflowId, '--reason', 'r'], { as: desk });
     assert.equal(notFailed.code, 2);
     assert.match(notFailed.stderr, /is not failed \(state held\)/);
+    const externalId = await cli(
+      ['resolve', handle.workflowId, '--action', 'discard', '--external-id', 'x', '--reason', 'r'],
+      { as: desk },
+    );
+    assert.deepEqual(
+      [externalId.code, externalId.stderr.trim()],
+      [2, 'replyflow: --external-id goes only with --action mark-sent'],
+    );
     const nobody = await cli(['resolve', handle.workflowId, '--action', 'discard', '--reason', 'r']);
     assert.equal(nobody.code, 2);
-    assert.match(nobody.stderr, /--operator <name> or REPLYFLOW_OPERATOR/);
+    assert.match(nobody.stderr, /^replyflow: no operator token: run `replyflow login`/);
+    const operatorFlag = await cli(
+      ['resolve', handle.workflowId, '--action', 'discard', '--reason', 'r', '--operator', 'bob'],
+      { as: desk },
+    );
+    assert.equal(operatorFlag.code, 2, 'who decides is never typed');
+    assert.match(operatorFlag.stderr, /unknown option '--operator'/);
+    assert.deepEqual((await handle.query(statusQuery)).operatorHistory, [], 'nothing reached the workflow');
 
-    await handle.signal(resolveSignal, { action: 'discard', operator: 'alice', reason: 'done' });
-    assert.equal((await handle.result()).state, 'discarded');
-    const closed = await cli([
-      'resolve',
-      handle.workflowId,
-      '--action',
-      'discard',
-      '--reason',
-      'again',
-      '--operator',
-      'alice',
-    ]);
+    await discard(handle);
+    const closed = await cli(['resolve', handle.workflowId, '--action', 'discard', '--reason', 'again'], {
+      as: desk,
+    });
     assert.equal(closed.code, 2);
     assert.match(closed.stderr, /is closed \(completed, state discarded\): nothing awaits a decision/);
     assert.equal((await auditRows(handle.workflowId)).length, 1, 'only the discard itself is on the record');
   });
 
-  it('reprocesses one failed workflow and reports the verdict with its requestId', async () => {
+  it('reprocesses one failed workflow and prints the verdict', async () => {
     const { handle, conversationId } = await failed();
-    const result = await cli([
-      'reprocess',
-      handle.workflowId,
-      '--reason',
-      'target fixed',
-      '--operator',
-      'alice',
-    ]);
+    const result = await cli(['reprocess', handle.workflowId, '--reason', 'target fixed'], { as: desk });
     assert.equal(result.code, 0, result.stderr);
-    assert.match(result.stdout, /Sent reprocess to .* \(requestId [0-9a-f-]{36}\)/);
-    assert.match(result.stdout, /Accepted \(state failed → (processing|succeeded)\)/);
+    const [first, verdict] = result.stdout.trimEnd().split('\n');
+    assert.match(first!, UPDATE_LINE);
+    assert.equal(verdict, 'Accepted: reprocess');
     assert.equal((await handle.result()).state, 'succeeded');
     assert.equal(suite.fake.deliveredTo(conversationId).length, 1);
   });
@@ -318,16 +372,10 @@ describe('operator CLI: held and failed work (dev server, PostgreSQL, a worker, 
     await Promise.all(ids.map((id) => listed('failed', id)));
     const rowsBefore = await Promise.all(items.map((i) => effectRows(keyOf(i.conversationId))));
 
-    const dry = await cliJson<{ plan: SelectionItem[]; results: unknown[] }>([
-      'reprocess',
-      '--query',
-      query,
-      '--dry-run',
-      '--reason',
-      'target fixed',
-      '--operator',
-      'alice',
-    ]);
+    const dry = await cliJson<{ plan: SelectionItem[]; results: unknown[] }>(
+      ['reprocess', '--query', query, '--dry-run', '--reason', 'target fixed'],
+      { as: desk },
+    );
     assert.deepEqual(
       dry.plan.filter((p) => ids.includes(p.workflowId)).map((p) => [p.verdict, p.state, p.effectStatus]),
       [
@@ -335,28 +383,13 @@ describe('operator CLI: held and failed work (dev server, PostgreSQL, a worker, 
         ['reprocess', 'failed', 'failed'],
       ],
     );
-    const text = await cli([
-      'reprocess',
-      '--query',
-      query,
-      '--dry-run',
-      '--reason',
-      'target fixed',
-      '--operator',
-      'bob',
-    ]);
+    const text = await cli(['reprocess', '--query', query, '--dry-run', '--reason', 'target fixed'], {
+      as: viewer,
+    });
     assert.equal(text.code, 0, 'a dry run needs only the view role');
     assert.match(text.stdout, /Dry run: \d+ would be reprocessed, \d+ skipped\. Nothing was changed\./);
 
-    const declined = await cli([
-      'reprocess',
-      '--query',
-      query,
-      '--reason',
-      'target fixed',
-      '--operator',
-      'alice',
-    ]);
+    const declined = await cli(['reprocess', '--query', query, '--reason', 'target fixed'], { as: desk });
     assert.equal(declined.code, 1);
     assert.match(declined.stderr, /not confirmed/);
 
@@ -367,49 +400,39 @@ describe('operator CLI: held and failed work (dev server, PostgreSQL, a worker, 
       assert.deepEqual(status.operatorHistory, []);
       assert.deepEqual(await auditRows(handle.workflowId), []);
     }
-    for (const { handle } of items) await discard(handle);
+    await discard(...items.map((i) => i.handle));
   });
 
   it('selects by integration and arrival time, and answers a filter Temporal cannot parse as bad input', async () => {
     const item = await failed();
     await listed('failed', item.handle.workflowId);
     const select = (...flags: string[]) =>
-      cliJson<{ plan: SelectionItem[] }>([
-        'reprocess',
-        ...flags,
-        '--dry-run',
-        '--reason',
-        'r',
-        '--operator',
-        'alice',
-      ]);
+      cliJson<{ plan: SelectionItem[] }>(['reprocess', ...flags, '--dry-run', '--reason', 'r'], { as: desk });
     const planned = async (...flags: string[]) =>
       (await select(...flags)).plan.some((p) => p.workflowId === item.handle.workflowId);
     assert.equal(await planned('--integration', 'sandbox', '--since', '10m'), true);
     assert.equal(await planned('--integration', 'slack'), false);
     assert.equal(await planned('--since', new Date(Date.now() + 60_000).toISOString()), false);
     assert.equal(await planned(item.handle.workflowId), true, 'one id with --dry-run is a selection of one');
-    const since = await cliJson<WorkItem[]>(['failed', '--since', '10m', '--integration', 'sandbox']);
+    const since = await cliJson<WorkItem[]>(['failed', '--since', '10m', '--integration', 'sandbox'], {
+      as: desk,
+    });
     assert.ok(since.some((w) => w.workflowId === item.handle.workflowId));
 
-    const broken = await cli([
-      'reprocess',
-      '--query',
-      'ReplyState = = "failed"',
-      '--dry-run',
-      '--reason',
-      'r',
-    ]);
+    const broken = await cli(
+      ['reprocess', '--query', 'ReplyState = = "failed"', '--dry-run', '--reason', 'r'],
+      {
+        as: desk,
+      },
+    );
     assert.equal(broken.code, 2);
     assert.match(broken.stderr, /^replyflow: Temporal refused the query/);
-    const both = await cli([
-      'reprocess',
-      item.handle.workflowId,
-      '--integration',
-      'sandbox',
-      '--reason',
-      'r',
-    ]);
+    const both = await cli(
+      ['reprocess', item.handle.workflowId, '--integration', 'sandbox', '--reason', 'r'],
+      {
+        as: desk,
+      },
+    );
     assert.equal(both.code, 2);
     assert.match(both.stderr, /one workflow id or a selection/);
     await discard(item.handle);
@@ -421,54 +444,48 @@ describe('operator CLI: held and failed work (dev server, PostgreSQL, a worker, 
     await Promise.all(items.map((i) => listed('failed', i.handle.workflowId)));
     const query = `ReplyState = "failed" AND TaskQueue = "${queue()}"`;
     let asked = '';
-    const result = await cli(
-      ['reprocess', '--query', query, '--reason', 'target fixed', '--operator', 'alice'],
-      {
-        // Between the plan and the run, another operator discards one item.
-        confirm: async (question) => {
-          asked = question;
-          await changed!.handle.signal(resolveSignal, {
-            action: 'discard',
-            operator: 'olga',
-            reason: 'handled by phone',
-          });
-          await waitForState(changed!.handle, 'discarded');
-          return true;
-        },
+    const result = await cli(['reprocess', '--query', query, '--reason', 'target fixed'], {
+      as: desk,
+      // Between the plan and the run, another operator discards one item.
+      confirm: async (question) => {
+        asked = question;
+        await operatorDecides(changed!.handle, 'resolve', { action: 'discard', reason: 'handled by phone' });
+        await waitForState(changed!.handle, 'discarded');
+        return true;
       },
-    );
+    });
     assert.equal(result.code, 0, result.stderr);
-    assert.match(asked, /Reprocess 3 failed item\(s\) as alice\?/);
+    assert.equal(asked, `Reprocess 3 failed item(s) as ${desk.account.name}?`);
     assert.match(result.stdout, new RegExp(`skipped ${changed!.handle.workflowId}: changed since the plan`));
     assert.match(result.stdout, /Reprocessed 2, skipped 1, rejected 0, undecided 0\./);
     for (const { handle } of unchanged) assert.equal((await handle.result()).state, 'succeeded');
     assert.equal((await changed!.handle.result()).state, 'discarded');
     const audit = await auditRows(changed!.handle.workflowId);
+    const { asker } = await staffOperators();
     assert.deepEqual(
       audit.map((a) => [a.actor, a.action]),
-      [['olga', 'discard']],
+      [[asker.account.name, 'discard']],
       'the skipped item got no reprocess',
     );
     assert.equal(suite.fake.deliveredTo(changed!.conversationId).length, 0);
   });
 
-  it('refuses a selection reprocess to an operator without the reprocess role, on the record', async () => {
-    const query = `ReplyState = "failed" AND TaskQueue = "${queue()}"`;
-    const result = await cli([
-      'reprocess',
-      '--query',
-      query,
-      '--reason',
-      'bulk',
-      '--operator',
-      'bob',
-      '--yes',
-    ]);
+  it('has each workflow of a selection refuse an operator without the reprocess role, on the record', async () => {
+    const items = [await failed(), await failed()];
+    const ids = items.map((i) => i.handle.workflowId);
+    await Promise.all(ids.map((id) => listed('failed', id)));
+    const query = ids.map((id) => `WorkflowId = "${id}"`).join(' OR ');
+    const result = await cli(['reprocess', '--query', query, '--reason', 'bulk', '--yes'], { as: viewer });
     assert.equal(result.code, 3);
-    const audit = await auditRows(`selection: ${query}`);
-    assert.deepEqual(
-      audit.map((a) => [a.actor, a.action, a.result]),
-      [['bob', 'reprocess', 'rejected: not permitted']],
-    );
+    assert.match(result.stdout, /Reprocessed 0, skipped 0, rejected 2, undecided 0\./);
+    for (const { handle, conversationId } of items) {
+      assert.deepEqual(
+        (await auditRows(handle.workflowId)).map((a) => [a.action, a.result]),
+        [['reprocess', `rejected: not permitted: ${viewer.account.name} does not have the reprocess role`]],
+      );
+      assert.equal((await handle.query(statusQuery)).state, 'failed');
+      assert.equal(suite.fake.deliveredTo(conversationId).length, 0);
+    }
+    await discard(...items.map((i) => i.handle));
   });
 });

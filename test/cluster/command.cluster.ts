@@ -26,7 +26,7 @@ async function withConnection<T>(address: string, fn: (connection: Connection) =
 }
 
 async function temporalDatabase<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const url = new URL((await clusterPostgres()).url);
+  const url = new URL((await clusterPostgres()).adminUrl);
   url.pathname = '/temporal';
   const client = new pg.Client({ connectionString: url.toString() });
   await client.connect();

@@ -6,34 +6,11 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startClusterPostgres } from '../../src/cluster/postgres';
+import { migrate } from '../../src/db/migrate';
+import { createPool } from '../../src/db/pool';
 import type { EmbeddedPostgres } from '../../src/embedded/postgres';
 import { PROJECT_ROOT } from '../../src/temporal/binaries';
-
-/**
- * Polls `probe` until it returns a value (not undefined or false), an observation rather than a sleep
- * standing in for one, or throws naming `what` after `timeoutMs`.
- */
-export async function eventually<T>(
-  what: string,
-  probe: () => Promise<T | undefined | false> | T | undefined | false,
-  timeoutMs = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined && value !== false) return value;
-    } catch (err) {
-      lastError = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(
-        `timed out after ${timeoutMs / 1000}s waiting for ${what}${lastError ? ` (last error: ${(lastError as Error).message})` : ''}`,
-      );
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+import { eventually } from '../helpers/eventually';
 
 function once<T>(start: () => Promise<T>): () => Promise<T> {
   let started: Promise<T> | undefined;
@@ -54,7 +31,10 @@ export const clusterPostgres = once(async (): Promise<EmbeddedPostgres> => {
   const parent = mkdtempSync(path.join(os.tmpdir(), 'replyflow-cluster-pg-'));
   chmodSync(parent, 0o755); // as root, PostgreSQL runs as its own user and must reach the data dir
   const postgres = await startClusterPostgres(path.join(parent, 'data'));
-  // test/helpers/servers' database() reads it: replyflow's tables go to the same server.
+  // replyflow's tables on the same server, owned by the superuser as `replyflow start` makes them;
+  // test/helpers/servers' database() and the replyflow processes connect as the application's role.
+  const admin = createPool(postgres.adminUrl, 1);
+  await migrate(admin).finally(() => admin.end());
   process.env.DATABASE_URL = postgres.url;
   teardowns.push(async () => {
     await postgres.stop();
@@ -79,7 +59,15 @@ export const clusterCommand = once(async (): Promise<ClusterCommandRun> => {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'replyflow-cluster-cmd-'));
   const child = spawn(
     process.execPath,
-    [path.join(PROJECT_ROOT, 'bin/replyflow.js'), 'cluster', '--port', '0', '--database-url', postgres.url],
+    // The superuser: Temporal creates its own two databases.
+    [
+      path.join(PROJECT_ROOT, 'bin/replyflow.js'),
+      'cluster',
+      '--port',
+      '0',
+      '--database-url',
+      postgres.adminUrl,
+    ],
     {
       cwd: PROJECT_ROOT,
       env: {
@@ -103,14 +91,15 @@ export const clusterCommand = once(async (): Promise<ClusterCommandRun> => {
     rmSync(dataDir, { recursive: true, force: true });
   });
   await eventually(
-    'replyflow cluster to print its addresses',
-    () => {
-      if (child.exitCode !== null)
-        throw new Error(`replyflow cluster exited (${child.exitCode}):\n${output}`);
-      return output.includes('Press Ctrl-C to stop.');
+    'replyflow cluster printed its addresses',
+    () => output.includes('Press Ctrl-C to stop.'),
+    {
+      // The first run may build the server (npm run test:cluster installs it first).
+      timeoutMs: 600_000,
+      intervalMs: 200,
+      abortIf: () =>
+        child.exitCode === null ? undefined : `replyflow cluster exited (${child.exitCode}):\n${output}`,
     },
-    // The first run of the suite may build the server (npm run test:cluster installs it first).
-    600_000,
   );
   run.frontend = /^ {2}frontend +(\S+)/m.exec(output)?.[1] ?? '';
   run.nodes = [...output.matchAll(/^ {2}node \d+ +(\S+)/gm)].map((m) => m[1]!);

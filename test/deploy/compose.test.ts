@@ -190,7 +190,6 @@ describe('docker-compose.yml (static: no Docker engine here)', () => {
       .filter((ref) => ref.operator === ':?')
       .map((ref) => ref.name);
     assert.deepEqual([...new Set(required)].sort(), [
-      'CODEC_AUTH_TOKEN',
       'POSTGRES_PASSWORD',
       'REPLYFLOW_DB_PASSWORD',
       'REPLYFLOW_ENCRYPTION_KEY',

@@ -13,7 +13,7 @@ import { signStandardWebhook } from '../../src/providers/standard-webhooks';
 import { startReceiver } from '../../src/receiver';
 import { connectClient, connectionSecurity } from '../../src/temporal/client';
 import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { silentLogger, testConfig, uniqueId, withWorker } from '../helpers/system';
+import { silentLogger, TEST_SANDBOX, testConfig, uniqueId, withWorker } from '../helpers/system';
 import { effectRows } from '../helpers/workflows';
 
 const SERVER_NAME = 'temporal.test';
@@ -148,7 +148,7 @@ describe('Temporal over mutual TLS (receiver, worker and client through a TLS te
         async () => {
           const answer = await fetch(`${receiver.url}/webhooks/sandbox`, {
             method: 'POST',
-            headers: signStandardWebhook(config.SANDBOX_WEBHOOK_SECRET, eventId, body),
+            headers: signStandardWebhook(TEST_SANDBOX.webhookSecret, eventId, body),
             body,
           });
           assert.equal(answer.status, 202);

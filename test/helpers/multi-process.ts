@@ -13,8 +13,9 @@ import { signStandardWebhook } from '../../src/providers/standard-webhooks';
 import { PROJECT_ROOT } from '../../src/temporal/binaries';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import type { EventResult } from '../../workflows/handle-event';
+import { eventually } from './eventually';
 import { TEST_ENCRYPTION_KEY } from './servers';
-import { testConfig, uniqueId } from './system';
+import { TEST_SANDBOX, uniqueId } from './system';
 import { effectRows } from './workflows';
 
 const { TaskQueueType, TaskQueueKind } = temporal.api.enums.v1;
@@ -51,19 +52,16 @@ async function stopRole(role: RoleProcess): Promise<void> {
   clearTimeout(killer);
 }
 
-/** Polls `probe` (an observation, not a sleep standing in for one) until it holds or a process died. */
-async function until(what: string, roles: RoleProcess[], probe: () => Promise<boolean>, timeoutMs = 90_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const dead = roles.find((role) => role.child.exitCode !== null);
-    if (dead)
-      throw new Error(
-        `a replyflow process exited (${dead.child.exitCode}) before ${what}:\n${dead.stderr()}`,
-      );
-    if (await probe().catch(() => false)) return;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`timed out waiting for ${what}`);
+/** Observes `probe` until it holds, stopping at once if a process died. */
+async function until(what: string, roles: RoleProcess[], probe: () => Promise<boolean>) {
+  await eventually(what, probe, {
+    timeoutMs: 90_000,
+    intervalMs: 200,
+    abortIf: () => {
+      const dead = roles.find((role) => role.child.exitCode !== null);
+      return dead && `a replyflow process exited (${dead.child.exitCode}):\n${dead.stderr()}`;
+    },
+  });
 }
 
 /**
@@ -72,7 +70,7 @@ async function until(what: string, roles: RoleProcess[], probe: () => Promise<bo
  */
 export function multiProcessSuite(servers: () => Promise<{ temporalAddress: string; databaseUrl: string }>) {
   const taskQueue = uniqueId('q-multi-');
-  const secret = testConfig().SANDBOX_WEBHOOK_SECRET;
+  const secret = TEST_SANDBOX.webhookSecret;
   let receivers: RoleProcess[] = [];
   let workers: RoleProcess[] = [];
   let receiverUrls: string[] = [];
@@ -91,7 +89,9 @@ export function multiProcessSuite(servers: () => Promise<{ temporalAddress: stri
       REPLYFLOW_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
       REPLYFLOW_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'replyflow-multi-')),
       TEMPORAL_TASK_QUEUE: taskQueue,
+      SANDBOX_ENABLED: 'true',
       SANDBOX_WEBHOOK_SECRET: secret,
+      SANDBOX_API_TOKEN: TEST_SANDBOX.apiToken,
       // Four processes share two cores with the servers: give durable starts room before a 503.
       WEBHOOK_START_DEADLINE_MS: '15000',
       LOG_LEVEL: 'error',

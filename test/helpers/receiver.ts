@@ -66,7 +66,7 @@ export function sandboxRequest(
     });
   return {
     path: '/webhooks/sandbox',
-    headers: signStandardWebhook(config.SANDBOX_WEBHOOK_SECRET, eventId, body, options.at),
+    headers: signStandardWebhook(config.SANDBOX_WEBHOOK_SECRET ?? '', eventId, body, options.at),
     body,
     eventId,
     conversationId,

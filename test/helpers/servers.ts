@@ -60,24 +60,30 @@ export const timeSkipping = once(async (): Promise<TestWorkflowEnvironment> => {
 });
 
 export interface TestDatabase {
+  /** Connected as the application's role, as replyflow connects. */
   pool: Pool;
   url: string;
+  /** The superuser's URL (migrations, setup): the embedded cluster's, or DATABASE_URL's. */
+  adminUrl: string;
 }
 
 /** DATABASE_URL when set (e.g. a PostgreSQL you run), else an embedded one in a temp dir. */
 export const database = once(async (): Promise<TestDatabase> => {
   let url = process.env.DATABASE_URL;
-  if (!url) {
+  let adminUrl = url;
+  if (!url || !adminUrl) {
     const parent = mkdtempSync(path.join(os.tmpdir(), 'replyflow-pg-'));
     chmodSync(parent, 0o755); // as root, PostgreSQL runs as its own user and must reach the data dir
     const pg = await startEmbeddedPostgres({ dir: path.join(parent, 'data'), ephemeral: true });
     teardowns.push(() => pg.stop());
     url = pg.url;
+    adminUrl = pg.adminUrl;
   }
+  const admin = createPool(adminUrl, 1);
+  await migrate(admin).finally(() => admin.end());
   const pool = createPool(url, 20);
   teardowns.unshift(() => pool.end());
-  await migrate(pool);
-  return { pool, url };
+  return { pool, url, adminUrl };
 });
 
 export const workflowBundle = once(
@@ -87,6 +93,11 @@ export const workflowBundle = once(
       logger: { info() {}, warn() {}, error() {}, debug() {}, trace() {}, log() {} },
     }),
 );
+
+/** Stops what a helper started on first use (e.g. a receiver for the CLI's codec server) with the servers. */
+export function stopWithServers(stop: () => Promise<void>): void {
+  teardowns.unshift(stop);
+}
 
 export async function stopServers(): Promise<void> {
   for (const teardown of teardowns.splice(0)) await teardown().catch(() => {});

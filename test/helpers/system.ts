@@ -1,11 +1,11 @@
 // Builds what a test needs around the real servers: a config, a worker on the test's own task
 // queue with targets pointed at fakes, and unique ids so tests never see each other's data.
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { Worker } from '@temporalio/worker';
 import type { ActivityDeps } from '../../activities';
-import type { DeliveryPolicy } from '../../activities/types';
 import { type Config, loadConfig } from '../../src/config';
 import { createLogger } from '../../src/logger';
+import type { DeliveryPolicy } from '../../src/model';
 import type { InboundEvent } from '../../src/providers/types';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import { createWorker } from '../../src/worker';
@@ -18,8 +18,22 @@ export function uniqueId(prefix = 't'): string {
   return `${prefix}${randomUUID().replace(/-/g, '').slice(0, 12)}`;
 }
 
+/** The sandbox's secrets for this test run (the product generates its own per data dir). */
+export const TEST_SANDBOX = {
+  webhookSecret: `whsec_${randomBytes(24).toString('base64')}`,
+  apiToken: randomBytes(24).toString('base64url'),
+};
+
+/** A config on the test's own task queue, with the sandbox on (most tests talk through it). */
 export function testConfig(env: Record<string, string> = {}): Config {
-  return loadConfig({ TEMPORAL_TASK_QUEUE: uniqueId('q-'), LOG_LEVEL: 'silent', ...env });
+  return loadConfig({
+    TEMPORAL_TASK_QUEUE: uniqueId('q-'),
+    LOG_LEVEL: 'silent',
+    SANDBOX_ENABLED: 'true',
+    SANDBOX_WEBHOOK_SECRET: TEST_SANDBOX.webhookSecret,
+    SANDBOX_API_TOKEN: TEST_SANDBOX.apiToken,
+    ...env,
+  });
 }
 
 /** A short policy so failure paths finish quickly; reminders and parking stay long (time-skipped). */

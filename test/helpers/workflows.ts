@@ -3,6 +3,7 @@ import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { InboundEvent } from '../../src/providers/types';
 import type { handleEvent } from '../../workflows';
 import { type ReplyState, type StatusView, statusQuery } from '../../workflows/messages';
+import { eventually } from './eventually';
 import { database } from './servers';
 
 export async function startEvent(
@@ -17,23 +18,17 @@ export async function startEvent(
   });
 }
 
-/**
- * Waits until the workflow's status query reports `state` (or it closed). Polls the query, which is
- * an observation of the workflow, not a sleep standing in for one.
- */
-export async function waitForState(
+/** Waits until the workflow's status query reports `state`. */
+export function waitForState(
   handle: WorkflowHandle,
   state: ReplyState,
   timeoutMs = 30_000,
 ): Promise<StatusView> {
-  const deadline = Date.now() + timeoutMs;
-  let last: StatusView | undefined;
-  while (Date.now() < deadline) {
-    last = await handle.query(statusQuery).catch(() => last);
-    if (last?.state === state) return last;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`workflow ${handle.workflowId} did not reach ${state} (last: ${last?.state})`);
+  return eventually(`${handle.workflowId} reaches ${state}`, () => handle.query(statusQuery), {
+    until: (view) => view.state === state,
+    describe: (view) => view.state,
+    timeoutMs,
+  });
 }
 
 export async function effectRows(businessKeyPrefix: string) {

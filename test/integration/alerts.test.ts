@@ -6,8 +6,10 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createNotifier, workflowUrl } from '../../src/alerts';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
-import { resolveSignal } from '../../workflows/messages';
+
+import { eventually } from '../helpers/eventually';
 import { FakeTarget } from '../helpers/fake-target';
+import { operatorDecides } from '../helpers/operators';
 import { capturedLogger } from '../helpers/receiver';
 import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
 import { FAST_POLICY, sandboxEvent, testConfig, uniqueId, withWorker } from '../helpers/system';
@@ -50,16 +52,12 @@ class AlertHook {
   }
 
   /** Waits until an alert of `kind` (and level) for the workflow arrived; polls what was recorded. */
-  async alert(workflowId: string, kind: string, level = 0, timeoutMs = 60_000) {
-    const deadline = Date.now() + timeoutMs;
-    while (Date.now() < deadline) {
-      const found = this.received.find(
-        (a) => a.workflowId === workflowId && a.kind === kind && a.level === level,
-      );
-      if (found) return found;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    throw new Error(`no ${kind} alert (level ${level}) for ${workflowId}`);
+  alert(workflowId: string, kind: string, level = 0) {
+    return eventually(
+      `a ${kind} alert (level ${level}) for ${workflowId} arrives`,
+      () => this.received.find((a) => a.workflowId === workflowId && a.kind === kind && a.level === level),
+      { timeoutMs: 60_000 },
+    );
   }
 }
 
@@ -133,9 +131,8 @@ describe('alerts: held, reminder and failed work to the alert webhook and the lo
       assert.match(String(reminder.text), /reminder #1/);
       assertSafe(reminder, secret, handle.workflowId);
 
-      await handle.signal(resolveSignal, {
+      await operatorDecides(handle, 'resolve', {
         action: 'discard',
-        operator: 'ops@example.com',
         reason: 'test over',
       });
       assert.equal((await handle.result()).state, 'discarded');
@@ -161,9 +158,8 @@ describe('alerts: held, reminder and failed work to the alert webhook and the lo
       assert.equal(alert.recommendedAction, 'check the destination (URL, channel, issue)');
       assert.equal(alert.errorClass, 'permanent');
       assertSafe(alert, secret, handle.workflowId);
-      await handle.signal(resolveSignal, {
+      await operatorDecides(handle, 'resolve', {
         action: 'discard',
-        operator: 'ops@example.com',
         reason: 'test over',
       });
       assert.equal((await handle.result()).state, 'discarded');

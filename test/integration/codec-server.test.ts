@@ -1,18 +1,22 @@
-// The codec server over real HTTP on the receiver: bearer token and browser login, Temporal's codec
-// protocol in both directions (including payloads taken from a real workflow history), and CORS for
-// the Web UI's origin.
+// The codec server over real HTTP on the receiver, for operator accounts in PostgreSQL: bearer token and
+// browser login checked against the operators table on every call (a disabled or rotated operator is
+// refused at once), decode for any operator, encode only for decisions, each sealed for the operator
+// who asked, and CORS for the Web UI's origin.
 import assert from 'node:assert/strict';
 import { temporal } from '@temporalio/proto';
 import { ConfigError, loadConfig } from '../../src/config';
+import { createOperatorStore } from '../../src/db/operators';
+import { openSeal } from '../../src/decision-seal';
 import type { ReceiverHandle } from '../../src/receiver';
 import { connectClient, payloadCodec } from '../../src/temporal/client';
 import { SESSION_COOKIE, sessionValue } from '../../src/temporal/codec-server';
-import { startTestReceiver } from '../helpers/receiver';
+import { type TestOperator, testOperator } from '../helpers/operators';
+import { capturedLogger, startTestReceiver } from '../helpers/receiver';
 import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
 import { sandboxEvent, testConfig, uniqueId } from '../helpers/system';
 
-const TOKEN = 'codec-test-token-0123456789abcdef';
 const UI_ORIGIN = 'http://127.0.0.1:8233';
+const SECRET_TEXT = 'my order number is 4711';
 
 interface JsonPayload {
   metadata?: Record<string, string>;
@@ -21,19 +25,31 @@ interface JsonPayload {
 
 const b64 = (s: string | Uint8Array) => Buffer.from(s).toString('base64');
 const text = (s: string | undefined) => Buffer.from(s ?? '', 'base64').toString('utf8');
-const jsonPayload = (value: unknown): JsonPayload => ({
-  metadata: { encoding: b64('json/plain') },
+const jsonPayload = (value: unknown, encoding = 'json/plain'): JsonPayload => ({
+  metadata: { encoding: b64(encoding) },
   data: b64(JSON.stringify(value)),
 });
+const codec = payloadCodec(TEST_ENCRYPTION_KEY);
+const { Payload, Payloads } = temporal.api.common.v1;
 
-describe('codec server: /codec/encode and /codec/decode for the Web UI (receiver, HTTP)', function () {
+/** Payloads in the codec protocol's JSON, as the server answers them, back to protobuf. */
+const fromJson = (payloads: JsonPayload[]) => Payloads.fromObject({ payloads }).payloads;
+const toJson = (payloads: temporal.api.common.v1.IPayload[]) =>
+  (Payloads.toObject(Payloads.create({ payloads }), { bytes: String }) as { payloads: JsonPayload[] })
+    .payloads;
+
+describe('codec server: operators decode, and encode only sealed decisions (receiver, HTTP, PostgreSQL)', function () {
   this.timeout(120_000);
   let receiver: ReceiverHandle;
-  const config = testConfig({ CODEC_AUTH_TOKEN: TOKEN, CODEC_CORS_ORIGINS: UI_ORIGIN });
+  let ana: TestOperator;
+  const log = capturedLogger();
+  const config = testConfig({ CODEC_CORS_ORIGINS: UI_ORIGIN });
+  const store = async () => createOperatorStore((await database()).pool);
 
   before(async () => {
     const [server] = await Promise.all([devServer(), database()]);
-    receiver = await startTestReceiver({ config, temporalAddress: server.address });
+    receiver = await startTestReceiver({ config, temporalAddress: server.address, logger: log.logger });
+    ana = await testOperator(['mark-sent']);
   });
   after(async () => {
     await receiver?.stop();
@@ -45,58 +61,64 @@ describe('codec server: /codec/encode and /codec/decode for the Web UI (receiver
       headers: { 'content-type': 'application/json', 'x-namespace': 'default', ...headers },
       body: JSON.stringify(body),
     });
-  const bearer = { authorization: `Bearer ${TOKEN}` };
+  const whoami = (headers: Record<string, string>) => fetch(`${receiver.url}/codec/whoami`, { headers });
+  const bearer = (op: TestOperator | string) => ({
+    authorization: `Bearer ${typeof op === 'string' ? op : op.token}`,
+  });
+  const login = (token: string) =>
+    fetch(`${receiver.url}/codec/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ token }),
+    });
+  const encrypted = async (value: unknown) =>
+    toJson(await codec.encode([Payload.fromObject(jsonPayload(value))]));
+  const decision = (workflowId = `webhook:sandbox:${uniqueId('evt_')}`) => ({
+    workflowId,
+    action: 'mark-sent',
+    reason: 'found it',
+    externalId: 'ext-1',
+  });
 
-  it('answers 401 without a token, with a wrong one, or with another scheme, and decodes nothing', async () => {
-    const [encoded] = await payloadCodec(TEST_ENCRYPTION_KEY).encode([
-      temporal.api.common.v1.Payload.fromObject(jsonPayload({ secret: 'do not show' })),
-    ]);
-    const body = {
-      payloads: [{ metadata: { encoding: b64(encoded!.metadata!.encoding!) }, data: b64(encoded!.data!) }],
-    };
+  it('answers 401 without a valid operator, and decodes, encodes and names nobody', async () => {
+    const body = { payloads: await encrypted({ secret: SECRET_TEXT }) };
+    const forged = sessionValue(Buffer.alloc(32, 9), {
+      operator: ana.account.name,
+      credentialId: ana.account.credentialId,
+      expiresAt: Date.now() + 60_000,
+    });
     const attempts: Record<string, string>[] = [
       {},
-      { authorization: 'Bearer wrong-token-of-some-length' },
-      { authorization: `Bearer ${TOKEN}x` },
-      { authorization: `Basic ${b64(`x:${TOKEN}`)}` },
-      { cookie: `${SESSION_COOKIE}=${Date.now() + 60_000}.forgedforgedforgedforgedforgedforgedforged1` },
+      bearer('rfo_not-a-token-anyone-was-given-0123456789abcdefghijk'),
+      bearer(`${ana.token}x`),
+      bearer('codec-test-token-0123456789abcdef'),
+      { authorization: `Basic ${b64(`x:${ana.token}`)}` },
+      { cookie: `${SESSION_COOKIE}=${forged}` },
+      { cookie: `${SESSION_COOKIE}=${ana.token}` },
     ];
     for (const headers of attempts) {
-      for (const operation of ['decode', 'encode']) {
-        const response = await call(operation, body, headers);
-        assert.equal(response.status, 401, `${operation} with ${JSON.stringify(headers)}`);
+      const responses = [
+        await call('decode', body, headers),
+        await call('encode', { payloads: [jsonPayload(decision())] }, headers),
+        await whoami(headers),
+      ];
+      for (const response of responses) {
+        assert.equal(response.status, 401, `${response.url} with ${JSON.stringify(headers)}`);
         assert.match(response.headers.get('www-authenticate') ?? '', /^Bearer/);
         const answer = await response.text();
-        assert.doesNotMatch(answer, /do not show/);
-        assert.doesNotMatch(answer, /payloads/);
+        assert.doesNotMatch(answer, /4711|payloads|seal/);
       }
     }
   });
 
-  it('round-trips with the bearer token: encode gives ciphertext with a key id, decode gives the input back', async () => {
-    const input = [
-      jsonPayload({ action: 'mark-sent', operator: 'ana', reason: 'found it' }),
-      jsonPayload('plain'),
-    ];
-    const encoded = await call('encode', { payloads: input }, bearer);
-    assert.equal(encoded.status, 200);
-    const { payloads } = (await encoded.json()) as { payloads: JsonPayload[] };
-    assert.equal(payloads.length, 2);
-    for (const payload of payloads) {
-      assert.equal(text(payload.metadata?.encoding), 'binary/encrypted');
-      assert.equal(text(payload.metadata?.['encryption-key-id']), 'default');
-      assert.doesNotMatch(text(payload.data), /mark-sent|found it|plain/);
-    }
-    const decoded = await call('decode', { payloads }, bearer);
-    assert.equal(decoded.status, 200);
-    assert.deepEqual(await decoded.json(), { payloads: input });
-  });
+  it('says who a token belongs to, and decodes for that operator: a real history, and plaintext as it is', async () => {
+    const me = await whoami(bearer(ana));
+    assert.equal(me.status, 200);
+    assert.deepEqual(await me.json(), { operator: ana.account.name, roles: ['view', 'mark-sent'] });
 
-  it('decodes the payloads of a real workflow history, and passes unencrypted ones through', async () => {
     const server = await devServer();
     const temporalClient = await connectClient(server.address, 'default', TEST_ENCRYPTION_KEY);
-    const conversationId = uniqueId('c');
-    const event = sandboxEvent({ conversationId, text: 'my order number is 4711' });
+    const event = sandboxEvent({ conversationId: uniqueId('c'), text: SECRET_TEXT });
     try {
       // No worker serves this queue: the start alone writes the encrypted input into history.
       const handle = await temporalClient.client.workflow.start('handleEvent', {
@@ -105,22 +127,16 @@ describe('codec server: /codec/encode and /codec/decode for the Web UI (receiver
         args: [event],
       });
       const history = await handle.fetchHistory();
-      const stored = history.events![0]!.workflowExecutionStartedEventAttributes!.input!.payloads!;
-      const asJson = temporal.api.common.v1.Payloads.toObject(
-        temporal.api.common.v1.Payloads.create({ payloads: stored }),
-        { bytes: String },
-      ) as { payloads: JsonPayload[] };
-      assert.equal(text(asJson.payloads[0]!.metadata!.encoding), 'binary/encrypted');
-      assert.doesNotMatch(text(asJson.payloads[0]!.data), /4711/);
+      const stored = toJson(history.events![0]!.workflowExecutionStartedEventAttributes!.input!.payloads!);
+      assert.equal(text(stored[0]!.metadata!.encoding), 'binary/encrypted');
+      assert.doesNotMatch(text(stored[0]!.data), /4711/);
 
       const plain = jsonPayload({ not: 'encrypted' });
-      const response = await call('decode', { payloads: [...asJson.payloads, plain] }, bearer);
+      const response = await call('decode', { payloads: [...stored, plain] }, bearer(ana));
       assert.equal(response.status, 200);
       const { payloads } = (await response.json()) as { payloads: JsonPayload[] };
       assert.equal(text(payloads[0]!.metadata!.encoding), 'json/plain');
-      const decodedEvent = JSON.parse(text(payloads[0]!.data)) as typeof event;
-      assert.equal(decodedEvent.message?.text, 'my order number is 4711');
-      assert.equal(decodedEvent.conversation?.id, conversationId);
+      assert.equal((JSON.parse(text(payloads[0]!.data)) as typeof event).message?.text, SECRET_TEXT);
       assert.deepEqual(payloads[1], plain);
       await handle.terminate('test done');
     } finally {
@@ -128,39 +144,128 @@ describe('codec server: /codec/encode and /codec/decode for the Web UI (receiver
     }
   });
 
-  it('signs a browser in with the token: an HttpOnly session cookie that decodes, a wrong token sets none', async () => {
-    const refused = await fetch(`${receiver.url}/codec/login`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ token: 'not-the-token-at-all' }),
-    });
+  it('encodes a decision sealed for the operator who asked: fresh request id, issued now, any typed seal replaced', async () => {
+    const asked = { ...decision(), seal: 'rfs1.typed-by-hand.forged' };
+    const before = Date.now();
+    const sealedTwice = [];
+    for (let i = 0; i < 2; i++) {
+      const response = await call('encode', { payloads: [jsonPayload(asked)] }, bearer(ana));
+      assert.equal(response.status, 200);
+      const [payload] = ((await response.json()) as { payloads: JsonPayload[] }).payloads;
+      assert.equal(text(payload!.metadata?.encoding), 'binary/encrypted');
+      assert.equal(text(payload!.metadata?.['encryption-key-id']), 'default');
+      assert.doesNotMatch(text(payload!.data), /found it|mark-sent/);
+      const [plain] = await codec.decode(fromJson([payload!]));
+      const body = JSON.parse(Buffer.from(plain!.data!).toString()) as Record<string, unknown>;
+      const opened = openSeal(body, codec.keys);
+      assert.ok(opened.ok, 'the worker accepts the seal');
+      assert.deepEqual({ ...body, seal: undefined }, { ...asked, seal: undefined });
+      assert.equal(opened.claims.operator, ana.account.name);
+      assert.equal(opened.claims.credentialId, ana.account.credentialId);
+      assert.equal(opened.claims.workflowId, asked.workflowId);
+      assert.ok(opened.claims.issuedAt >= before && opened.claims.issuedAt <= Date.now());
+      sealedTwice.push(opened.claims.requestId);
+    }
+    assert.notEqual(sealedTwice[0], sealedTwice[1], 'every encode is a new decision');
+  });
+
+  it('refuses to encode anything but a decision (422, one line), so it cannot make workflow input', async () => {
+    const refusals: [string, JsonPayload[]][] = [
+      ['an event to start a workflow with', [jsonPayload(sandboxEvent({ conversationId: uniqueId('c') }))]],
+      ['a field a decision does not have', [jsonPayload({ ...decision(), provider: 'sandbox' })]],
+      ['no workflowId', [jsonPayload({ action: 'discard', reason: 'r' })]],
+      ['an empty workflowId', [jsonPayload({ workflowId: '', reason: 'r' })]],
+      ['a field of another type', [jsonPayload({ workflowId: 'w', reason: 5 })]],
+      ['an array', [jsonPayload([decision()])]],
+      ['a string', [jsonPayload('plain')]],
+      ['binary', [jsonPayload(decision(), 'binary/plain')]],
+      ['no encoding', [{ data: b64(JSON.stringify(decision())) }]],
+      ['not JSON', [{ metadata: { encoding: b64('json/plain') }, data: b64('{"workflowId":') }]],
+      ['a decision beside something else', [jsonPayload(decision()), jsonPayload({ text: SECRET_TEXT })]],
+    ];
+    for (const [what, payloads] of refusals) {
+      const response = await call('encode', { payloads }, bearer(ana));
+      assert.equal(response.status, 422, what);
+      const answer = (await response.json()) as Record<string, unknown>;
+      assert.deepEqual(Object.keys(answer), ['error'], what);
+      assert.match(
+        String(answer.error),
+        /^the codec server encodes operator decisions only: payload \d[^\n]+$/,
+        what,
+      );
+      assert.doesNotMatch(String(answer.error), /4711|found it/, 'the reason never echoes the payload');
+    }
+  });
+
+  it('signs a browser in with the operator token: a cookie naming the operator that decodes and seals', async () => {
+    const refused = await login('rfo_wrong-token-0123456789abcdefghijklmnopqrstuvwxyz');
     assert.equal(refused.status, 401);
     assert.equal(refused.headers.get('set-cookie'), null);
 
-    const login = await fetch(`${receiver.url}/codec/login`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ token: TOKEN }),
-    });
-    assert.equal(login.status, 200);
-    const setCookie = login.headers.get('set-cookie') ?? '';
+    const signedIn = await login(ana.token);
+    assert.equal(signedIn.status, 200);
+    assert.match(
+      await signedIn.text(),
+      new RegExp(`Signed in as <b id="codec-operator">${ana.account.name}</b>`),
+    );
+    const setCookie = signedIn.headers.get('set-cookie') ?? '';
     assert.match(setCookie, new RegExp(`^${SESSION_COOKIE}=`));
     assert.match(setCookie, /HttpOnly/);
     assert.match(setCookie, /SameSite=Strict/);
     assert.match(setCookie, /Path=\/codec/);
-    assert.ok(!setCookie.includes(TOKEN), 'the cookie proves the token without carrying it');
-    const cookie = setCookie.split(';')[0]!;
+    assert.match(setCookie, /Max-Age=43200/, 'a login lasts 12 hours');
+    assert.ok(!setCookie.includes(ana.token), 'the cookie names the operator without carrying the token');
+    const cookie = { cookie: setCookie.split(';')[0]! };
 
-    const input = [jsonPayload({ hello: 'operator' })];
-    const encoded = await call('encode', { payloads: input }, { cookie });
-    assert.equal(encoded.status, 200);
-    const decoded = await call('decode', await encoded.json(), { cookie });
-    assert.deepEqual(await decoded.json(), { payloads: input });
+    const page = await fetch(`${receiver.url}/codec/login`, { headers: cookie });
+    assert.match(
+      await page.text(),
+      new RegExp(`Signed in as <b id="codec-operator">${ana.account.name}</b>`),
+    );
+    assert.deepEqual(await (await whoami(cookie)).json(), {
+      operator: ana.account.name,
+      roles: ['view', 'mark-sent'],
+    });
+    const decoded = await call('decode', { payloads: await encrypted({ hello: 'operator' }) }, cookie);
+    assert.deepEqual(await decoded.json(), { payloads: [jsonPayload({ hello: 'operator' })] });
+    const encoded = await call('encode', { payloads: [jsonPayload(decision())] }, cookie);
+    const [plain] = await codec.decode(
+      fromJson(((await encoded.json()) as { payloads: JsonPayload[] }).payloads),
+    );
+    const opened = openSeal(JSON.parse(Buffer.from(plain!.data!).toString()), codec.keys);
+    assert.ok(opened.ok && opened.claims.operator === ana.account.name);
 
-    const expired = `${SESSION_COOKIE}=${sessionValue(TOKEN, Date.now() - 1000)}`;
-    assert.equal((await call('decode', { payloads: input }, { cookie: expired })).status, 401);
-    const otherToken = `${SESSION_COOKIE}=${sessionValue('another-token-0123456789', Date.now() + 60_000)}`;
-    assert.equal((await call('decode', { payloads: input }, { cookie: otherToken })).status, 401);
+    const expired = sessionValue(Buffer.from(TEST_ENCRYPTION_KEY, 'base64'), {
+      operator: ana.account.name,
+      credentialId: ana.account.credentialId,
+      expiresAt: Date.now() - 1000,
+    });
+    assert.equal((await whoami({ cookie: `${SESSION_COOKIE}=${expired}` })).status, 401);
+    const page401 = await (
+      await fetch(`${receiver.url}/codec/login`, { headers: { cookie: `${SESSION_COOKIE}=${expired}` } })
+    ).text();
+    assert.match(page401, /Operator token/);
+  });
+
+  it('refuses a disabled operator and a rotated token at once, by bearer and by cookie', async () => {
+    const operators = await store();
+    const bo = await testOperator(['approve']);
+    const cookie = { cookie: (await login(bo.token)).headers.get('set-cookie')!.split(';')[0]! };
+    assert.equal((await whoami(cookie)).status, 200);
+
+    await operators.disable(bo.account.name, { by: 'test' });
+    assert.equal((await whoami(cookie)).status, 401);
+    assert.equal((await whoami(bearer(bo))).status, 401);
+    assert.equal((await call('encode', { payloads: [jsonPayload(decision())] }, cookie)).status, 401);
+    assert.equal((await login(bo.token)).status, 401, 'a disabled operator cannot log in');
+
+    await operators.enable(bo.account.name, { by: 'test' });
+    assert.equal((await whoami(cookie)).status, 200, 'enabled again, with the same credential');
+
+    const { token } = await operators.rotate(bo.account.name, { by: 'test' });
+    assert.equal((await whoami(cookie)).status, 401, 'the session of the old token ends');
+    assert.equal((await whoami(bearer(bo))).status, 401);
+    assert.equal((await whoami(bearer(token))).status, 200);
   });
 
   it('answers the Web UI preflight for its origin with the headers it sends, and refuses other origins', async () => {
@@ -195,60 +300,34 @@ describe('codec server: /codec/encode and /codec/decode for the Web UI (receiver
     const fromElsewhere = await call(
       'decode',
       { payloads: [] },
-      { origin: 'http://evil.example', ...bearer },
+      { origin: 'http://evil.example', ...bearer(ana) },
     );
     assert.equal(fromElsewhere.headers.get('access-control-allow-origin'), null);
   });
 
   it('answers 400 for a body that is not payloads and 422 for ciphertext it cannot decrypt', async () => {
-    const bad = await call('decode', { payloads: [{ data: 'not base64 !' }] }, bearer);
+    const bad = await call('decode', { payloads: [{ data: 'not base64 !' }] }, bearer(ana));
     assert.equal(bad.status, 400);
-    const [encoded] = await payloadCodec(Buffer.alloc(32, 9).toString('base64'), { keyId: 'old-key' }).encode(
-      [temporal.api.common.v1.Payload.fromObject(jsonPayload('x'))],
+    const [foreign] = await payloadCodec(Buffer.alloc(32, 9).toString('base64'), { keyId: 'old-key' }).encode(
+      [Payload.fromObject(jsonPayload('x'))],
     );
-    const foreign = await call(
-      'decode',
-      {
-        payloads: [
-          {
-            metadata: Object.fromEntries(Object.entries(encoded!.metadata!).map(([k, v]) => [k, b64(v)])),
-            data: b64(encoded!.data!),
-          },
-        ],
-      },
-      bearer,
-    );
-    assert.equal(foreign.status, 422);
-    assert.match(((await foreign.json()) as { error: string }).error, /old-key/);
+    const response = await call('decode', { payloads: toJson([foreign!]) }, bearer(ana));
+    assert.equal(response.status, 422);
+    assert.match(((await response.json()) as { error: string }).error, /old-key/);
   });
 
-  it('is absent from a receiver without CODEC_AUTH_TOKEN', async () => {
-    const server = await devServer();
-    const plain = await startTestReceiver({ config: testConfig(), temporalAddress: server.address });
-    try {
-      const response = await fetch(`${plain.url}/codec/decode`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: '{"payloads":[]}',
-      });
-      assert.equal(response.status, 404);
-    } finally {
-      await plain.stop();
-    }
+  it('never writes a token, a cookie or payload text to its log', () => {
+    const written = log.raw();
+    assert.match(written, /codec: decisions sealed/, 'the log was captured');
+    for (const secret of [ana.token, SECRET_TEXT, 'found it', SESSION_COOKIE])
+      assert.ok(!written.includes(secret), `the log does not contain ${secret.slice(0, 12)}…`);
   });
 
-  it('refuses a short token and origins that are not origins, naming the setting', () => {
+  it('refuses origins that are not origins, naming the setting', () => {
     assert.throws(
-      () =>
-        loadConfig({
-          CODEC_AUTH_TOKEN: 'short',
-          CODEC_CORS_ORIGINS: 'http://ui.example/path,127.0.0.1:8233',
-        }),
+      () => loadConfig({ CODEC_CORS_ORIGINS: 'http://ui.example/path,127.0.0.1:8233' }),
       (err: ConfigError) =>
-        err instanceof ConfigError &&
-        err.problems.some((p) => p.startsWith('CODEC_AUTH_TOKEN')) &&
-        err.problems.some((p) => p.startsWith('CODEC_CORS_ORIGINS')) &&
-        !err.message.includes('short'),
+        err instanceof ConfigError && err.problems.some((p) => p.startsWith('CODEC_CORS_ORIGINS')),
     );
     assert.deepEqual(
       loadConfig({ CODEC_CORS_ORIGINS: 'http://127.0.0.1:8233, https://ui.example' }).CODEC_CORS_ORIGINS,

@@ -8,9 +8,17 @@ import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { Config } from '../../src/config';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import type { handleEvent } from '../../workflows';
+import { eventually } from '../helpers/eventually';
 import { FakeTarget } from '../helpers/fake-target';
 import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { FAST_POLICY, sandboxEvent, startTestWorker, testConfig, uniqueId } from '../helpers/system';
+import {
+  FAST_POLICY,
+  sandboxEvent,
+  startTestWorker,
+  TEST_SANDBOX,
+  testConfig,
+  uniqueId,
+} from '../helpers/system';
 import { effectRows, startEvent, waitForState } from '../helpers/workflows';
 
 const BIN = path.resolve(__dirname, '..', '..', 'bin', 'replyflow.js');
@@ -47,6 +55,9 @@ describe('crash between the target accepting and the record (worker SIGKILLed)',
         DATABASE_URL: databaseUrl,
         TEMPORAL_TASK_QUEUE: config.TEMPORAL_TASK_QUEUE,
         SANDBOX_API_URL: fake.url,
+        SANDBOX_ENABLED: 'true',
+        SANDBOX_WEBHOOK_SECRET: TEST_SANDBOX.webhookSecret,
+        SANDBOX_API_TOKEN: TEST_SANDBOX.apiToken,
         REPLYFLOW_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
         SEND_TIMEOUT: '3s',
         TURN_GATHER: '0s',
@@ -75,9 +86,9 @@ describe('crash between the target accepting and the record (worker SIGKILLed)',
         conversationId,
       });
     }
-    const committed = () =>
-      [...crashed.values()].every((c) => fake.deliveredTo(c.conversationId).length === 1);
-    while (!committed()) await new Promise((r) => setTimeout(r, 50));
+    await eventually('the fake target committed each reply', () =>
+      [...crashed.values()].every((c) => fake.deliveredTo(c.conversationId).length === 1),
+    );
     child.kill('SIGKILL');
     await exited;
     worker = await startTestWorker({

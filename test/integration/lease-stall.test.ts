@@ -1,122 +1,73 @@
-// The `sending` lease against stalled send attempts (issue 10), on the real dev server, PostgreSQL and
-// HTTP. No production hook: the worker gets a pool that holds one chosen query (a paused worker, seen
-// from the database) until the test opens it, and the fake target shows what was written.
+// The `sending` lease against stalled send attempts, on the real dev server, PostgreSQL and HTTP. No
+// production hook: the worker gets an effects repository (src/db/effects.ts) whose named steps can be
+// held (a paused worker, seen from the database) until the test opens them, and the fake target shows
+// what was written.
 import assert from 'node:assert/strict';
 import type { Client, WorkflowHandle } from '@temporalio/client';
-import type { PoolClient, QueryResult } from 'pg';
 import type { Config } from '../../src/config';
+import { createEffectsRepository, type EffectsRepository } from '../../src/db/effects';
 import type { Pool } from '../../src/db/pool';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import type { handleEvent } from '../../workflows';
-import { approveSignal, resolveSignal } from '../../workflows/messages';
+
+import { eventually } from '../helpers/eventually';
 import { FakeTarget } from '../helpers/fake-target';
+import { operatorDecides, secondOperatorApproves } from '../helpers/operators';
 import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
 import { FAST_POLICY, sandboxEvent, testConfig, uniqueId, withWorker } from '../helpers/system';
 import { effectRows, startEvent, waitForState } from '../helpers/workflows';
 
-type Values = unknown[];
+type Args = unknown[];
+type Step = keyof EffectsRepository;
 
 /**
- * Holds the first query that `matches` until `open(values)` resolves: either before the query reaches
- * PostgreSQL (`before`), or its answer on the way back (`answer`: the query ran, the worker paused
+ * Holds the first call of one repository step until `open(args)` resolves: either before the step
+ * reaches PostgreSQL (`before`: for takeLease that holds the whole transaction, including
+ * PostgreSQL's now()), or its answer on the way back (`answer`: the step ran, the worker paused
  * before reading the result).
  */
-class QueryGate {
+class StepGate {
   private caught = false;
-  private markReached!: (values: Values) => void;
-  /** Resolves with the held query's values once the gate caught it. */
-  readonly reached = new Promise<Values>((resolve) => {
+  private markReached!: (args: Args) => void;
+  /** Resolves with the held call's arguments (the effect id first) once the gate caught it. */
+  readonly reached = new Promise<Args>((resolve) => {
     this.markReached = resolve;
   });
 
   constructor(
     readonly phase: 'before' | 'answer',
-    private readonly matches: (text: string, values: Values) => boolean,
-    readonly open: (values: Values) => Promise<void>,
+    readonly step: Step,
+    readonly open: (args: Args) => Promise<void>,
   ) {}
 
-  claim(text: string, values: Values): boolean {
-    if (this.caught || !this.matches(text, values)) return false;
+  claim(step: Step, args: Args): boolean {
+    if (this.caught || step !== this.step) return false;
     this.caught = true;
-    this.markReached(values);
+    this.markReached(args);
     return true;
   }
 }
 
-type Run = (send: () => Promise<QueryResult>, text: string, values: Values) => Promise<QueryResult>;
-
-/** `pool`, with its queries (and its clients' queries) passing through `gates`. */
-function gatedPool(pool: Pool, gates: QueryGate[]): Pool {
-  const run: Run = async (send, text, values) => {
-    const gate = gates.find((g) => g.claim(text, values));
-    if (gate?.phase === 'before') await gate.open(values);
-    const result = await send();
-    if (gate?.phase === 'answer') await gate.open(values);
-    return result;
-  };
-  return new Proxy(pool, {
-    get(target, prop) {
-      if (prop === 'query')
-        return (text: unknown, values: Values = []) =>
-          typeof text === 'string'
-            ? run(() => target.query(text, values), text, values)
-            : target.query(text as never);
-      if (prop === 'connect') return async () => gatedClient(await target.connect(), run);
-      const value = Reflect.get(target, prop, target);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
+/** The effects repository on `pool`, with its steps passing through `gates`. */
+function gatedEffects(pool: Pool, gates: StepGate[]): EffectsRepository {
+  const effects = createEffectsRepository(pool);
+  return Object.fromEntries(
+    Object.entries(effects).map(([step, fn]) => [
+      step,
+      async (...args: Args) => {
+        const gate = gates.find((g) => g.claim(step as Step, args));
+        if (gate?.phase === 'before') await gate.open(args);
+        const result = await (fn as (...a: Args) => Promise<unknown>)(...args);
+        if (gate?.phase === 'answer') await gate.open(args);
+        return result;
+      },
+    ]),
+  ) as EffectsRepository;
 }
-
-/**
- * A pooled client whose BEGIN waits for the transaction's first real query: holding that query then
- * holds the whole transaction, including PostgreSQL's now(), which is the transaction's start.
- */
-function gatedClient(client: PoolClient, run: Run): PoolClient {
-  let beginPending = false;
-  return new Proxy(client, {
-    get(target, prop) {
-      if (prop === 'query')
-        return async (text: string, values: Values = []) => {
-          if (text === 'BEGIN') {
-            beginPending = true;
-            return { command: 'BEGIN', rowCount: null, rows: [] };
-          }
-          return run(
-            async () => {
-              if (beginPending) {
-                beginPending = false;
-                await target.query('BEGIN');
-              }
-              return target.query(text, values);
-            },
-            text,
-            values,
-          );
-        };
-      const value = Reflect.get(target, prop, target);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
-}
-
-/** send.ts leaseLeft(): the check made immediately before the request is written. */
-const isLeaseCheck = (text: string) => text.includes('lease_expires_at - now()');
-/** send.ts takeLease(): the row locked to mark it `sending`. */
-const isTakeLease = (text: string) => text.includes('FROM effects') && text.includes('FOR UPDATE');
-
-/** send.ts send(): recording the target's answer as `succeeded`. */
-const isSentRecord = (text: string) =>
-  text.includes("SET status = 'succeeded'") && text.includes("NOT IN ('succeeded', 'discarded')");
 
 /** Polls an observation (a row, a workflow's description) until it holds. */
-async function until(what: string, holds: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await holds())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const until = (what: string, holds: () => Promise<boolean>) =>
+  eventually(what, holds, { timeoutMs: 60_000 }).then(() => undefined);
 
 async function effectSays(effectId: unknown, condition: string): Promise<boolean> {
   const { pool } = await database();
@@ -152,19 +103,26 @@ describe('the sending lease against stalled send attempts (dev server, PostgreSQ
     config = testConfig({ SANDBOX_API_URL: fake.url });
   });
 
-  /** A worker whose send attempts run on `pool`, with a lease of `sendTimeoutMs` − 1 s. */
-  const runWorker = <T>(pool: Pool, sendTimeoutMs: number, fn: () => Promise<T>) =>
-    withWorker({ address, config, deps: { pool, policy: { ...FAST_POLICY, sendTimeoutMs } } }, fn);
+  /** A worker whose effect steps pass through `gates`, with a lease of `sendTimeoutMs` − 1 s. */
+  const runWorker = <T>(gates: StepGate[], sendTimeoutMs: number, fn: () => Promise<T>) =>
+    withWorker(
+      {
+        address,
+        config,
+        deps: { effects: gatedEffects(realPool, gates), policy: { ...FAST_POLICY, sendTimeoutMs } },
+      },
+      fn,
+    );
 
   const start = (conversationId: string, target: 'sandbox-lookup' | 'sandbox-blind') =>
     startEvent(client, config.TEMPORAL_TASK_QUEUE, sandboxEvent({ conversationId, messageId: 'm1', target }));
 
   /** Resend after held: asked by one person, approved by another. */
   const approvedResend = async (handle: WorkflowHandle<typeof handleEvent>) => {
-    await handle.signal(resolveSignal, { action: 'resend', operator: 'alice', reason: 'nothing arrived' });
+    await operatorDecides(handle, 'resolve', { action: 'resend', reason: 'nothing arrived' });
     await waitForState(handle, 'awaiting_approval');
     const approvedAt = Date.now();
-    await handle.signal(approveSignal, { approver: 'bob', reason: 'checked the conversation' });
+    await secondOperatorApproves(handle, 'checked the conversation');
     return approvedAt;
   };
 
@@ -173,14 +131,14 @@ describe('the sending lease against stalled send attempts (dev server, PostgreSQ
 
   it('an attempt paused before its lease check until the lease expired does not write; the retry looks up, then holds', async () => {
     const conversationId = uniqueId('c');
-    const stalled = new QueryGate(
+    const stalled = new StepGate(
       'before',
-      isLeaseCheck,
+      'leaseLeft',
       // Open once PostgreSQL says the lease is over: the check then runs with nothing left.
       ([effectId]) => until('the lease expired', () => effectSays(effectId, 'lease_expires_at <= now()')),
     );
     const { held, heldRow, sendsWhenHeld, approvedAt, result } = await runWorker(
-      gatedPool(realPool, [stalled]),
+      [stalled],
       3000,
       async () => {
         const handle = await start(conversationId, 'sandbox-lookup');
@@ -216,9 +174,10 @@ describe('the sending lease against stalled send attempts (dev server, PostgreSQ
     });
     // The check runs while the lease is live; the worker pauses before reading its answer, and wakes
     // only after the retry judged the outcome unknown, the workflow held it, and an approved resend
-    // delivered the reply: the story of issue 10, which ended in two replies without the lease.
-    const stalled = new QueryGate('answer', isLeaseCheck, () => woken);
-    const { result, approvedAt } = await runWorker(gatedPool(realPool, [stalled]), 3000, async () => {
+    // delivered the reply: the story model/send.pml's lease-less variant tells, which ended in two
+    // replies without the lease.
+    const stalled = new StepGate('answer', 'leaseLeft', () => woken);
+    const { result, approvedAt } = await runWorker([stalled], 3000, async () => {
       const handle = await start(conversationId, 'sandbox-blind');
       await waitForState(handle, 'held', 60_000);
       const approvedAt = await approvedResend(handle);
@@ -242,16 +201,16 @@ describe('the sending lease against stalled send attempts (dev server, PostgreSQ
     let leaseHeldSeen = false;
     // Attempt 2's takeLease is held until attempt 1 holds a live lease; attempt 1 took it late,
     // having paused before its own takeLease until Temporal had started attempt 2.
-    const retry: QueryGate = new QueryGate('before', isTakeLease, ([effectId]) =>
+    const retry: StepGate = new StepGate('before', 'takeLease', ([effectId]) =>
       until('the first attempt holds a live lease', () =>
         effectSays(effectId, `status = 'sending' AND lease_attempt = 1 AND lease_expires_at > now()`),
       ),
     );
-    const firstTake = new QueryGate('before', isTakeLease, async () => {
+    const firstTake = new StepGate('before', 'takeLease', async () => {
       await retry.reached;
     });
     // Attempt 1 writes only once Temporal reported attempt 2's failure: it waited for the lease.
-    const firstCheck = new QueryGate('before', isLeaseCheck, () =>
+    const firstCheck = new StepGate('before', 'leaseLeft', () =>
       until('the retry was refused with LeaseHeldError', async () => {
         if (!handle) return false;
         const { raw } = await handle.describe();
@@ -263,7 +222,7 @@ describe('the sending lease against stalled send attempts (dev server, PostgreSQ
         return leaseHeldSeen;
       }),
     );
-    const result = await runWorker(gatedPool(realPool, [firstTake, retry, firstCheck]), 4000, async () => {
+    const result = await runWorker([firstTake, retry, firstCheck], 4000, async () => {
       handle = await start(conversationId, 'sandbox-blind');
       return handle.result();
     });
@@ -286,18 +245,17 @@ describe('the sending lease against stalled send attempts (dev server, PostgreSQ
     // one attempt allowed Temporal gives up. The row still says `sending`: the last attempt may have
     // written, and a blind target cannot be asked, so the effect is held for people, not parked as a
     // failure one person could reprocess into a second reply.
-    const recording = new QueryGate('before', isSentRecord, () => woken);
+    const recording = new StepGate('before', 'recordSuccess', () => woken);
     const policy = { ...FAST_POLICY, sendTimeoutMs: 3000, maxAttempts: 1 };
     const { held, result } = await withWorker(
-      { address, config, deps: { pool: gatedPool(realPool, [recording]), policy } },
+      { address, config, deps: { effects: gatedEffects(realPool, [recording]), policy } },
       async () => {
         const handle = await start(conversationId, 'sandbox-blind');
         const held = await waitForState(handle, 'held', 60_000);
         // The operator looks at the conversation, finds the reply, and says so.
         const [reply] = fake.deliveredTo(conversationId);
-        await handle.signal(resolveSignal, {
+        await operatorDecides(handle, 'resolve', {
           action: 'mark-sent',
-          operator: 'alice',
           reason: 'the reply is in the conversation',
           externalId: String(reply!.id),
         });

@@ -9,8 +9,9 @@ import { toMicros } from '../../src/conversations';
 import { operateConversation } from '../../src/operator/conversations';
 import type { InboundEvent } from '../../src/providers/types';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
-import { resolveSignal, statusQuery } from '../../workflows/messages';
+import { statusQuery } from '../../workflows/messages';
 import { FakeTarget } from '../helpers/fake-target';
+import { operatorDecides } from '../helpers/operators';
 import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
 import { FAST_POLICY, sandboxEvent, startTestWorker, testConfig, uniqueId } from '../helpers/system';
 import { auditRows, effectRows, startEvent, waitForState } from '../helpers/workflows';
@@ -218,7 +219,7 @@ describe('ordering: business state decides, one conversation at a time (dev serv
       'held',
       'the held reply stays flagged for an operator',
     );
-    await first.signal(resolveSignal, { action: 'discard', operator: 'olga', reason: 'answered by m2' });
+    await operatorDecides(first, 'resolve', { action: 'discard', reason: 'answered by m2' });
     assert.equal((await first.result()).state, 'discarded');
   });
 

@@ -5,8 +5,9 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createSignedBodiesStore } from '../../src/db/github-signed-bodies';
 import { createReceiverMetrics } from '../../src/metrics';
-import { signGitHubDelivery } from '../../src/providers/github';
+import { GITHUB_REPLAY_WINDOW_DAYS, signGitHubDelivery } from '../../src/providers/github';
 import { createProviders } from '../../src/providers/index';
 import { signLineRequest } from '../../src/providers/line';
 import { signSlackRequest } from '../../src/providers/slack';
@@ -19,6 +20,7 @@ import {
   type StartOutcome,
   TemporalUnavailableError,
 } from '../../src/receiver/start-event';
+import { database } from '../helpers/servers';
 import { silentLogger, testConfig, uniqueId } from '../helpers/system';
 
 const SECRETS = {
@@ -69,9 +71,14 @@ async function listen(
 ): Promise<{ url: string; server: Server }> {
   const config = testConfig(env);
   const app = createReceiverApp({
-    providers: createProviders(config),
+    providers: createProviders(config, {
+      githubBodies: createSignedBodiesStore((await database()).pool, GITHUB_REPLAY_WINDOW_DAYS),
+    }),
     starter,
-    readiness: async () => ({ temporal: true, postgres: true }),
+    readiness: async () => ({
+      checks: { temporal: true, postgres: true, searchAttributes: true },
+      problems: [],
+    }),
     metrics: createReceiverMetrics(),
     logger: silentLogger,
     bodyLimit: config.WEBHOOK_BODY_LIMIT,
@@ -246,10 +253,15 @@ describe('providers over HTTP (real receiver app, recording starter)', function 
   });
 
   describe('GitHub', () => {
-    const issue = JSON.stringify({
-      action: 'opened',
-      issue: { number: 3, title: 'hello' },
-      repository: { name: 'r', full_name: 'o/r', owner: { login: 'o' } },
+    // Every delivery's body differs (GitHub's carry ids and times): the same signed bytes under a new
+    // delivery id are refused as a replay, which test/integration/github-replay.test.ts shows.
+    let issue = '';
+    beforeEach(() => {
+      issue = JSON.stringify({
+        action: 'opened',
+        issue: { id: uniqueId(''), number: 3, title: 'hello' },
+        repository: { name: 'r', full_name: 'o/r', owner: { login: 'o' } },
+      });
     });
     const delivery = (event = 'issues') => ({ event, deliveryId: uniqueId('d-'), hookId: '4242' });
 
@@ -278,7 +290,7 @@ describe('providers over HTTP (real receiver app, recording starter)', function 
     });
 
     it('answers ping with pong and starts nothing', async () => {
-      const ping = JSON.stringify({ zen: 'Design for failure.', hook_id: 4242 });
+      const ping = JSON.stringify({ zen: 'Design for failure.', hook_id: 4242, hook: { id: 4242 } });
       const res = await send(
         '/webhooks/github',
         await signGitHubDelivery(SECRETS.GITHUB_WEBHOOK_SECRET, ping, delivery('ping')),

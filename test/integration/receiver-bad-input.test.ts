@@ -16,7 +16,7 @@ import {
   startTestReceiver,
 } from '../helpers/receiver';
 import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { testConfig, uniqueId } from '../helpers/system';
+import { TEST_SANDBOX, testConfig, uniqueId } from '../helpers/system';
 
 const BODY_LIMIT = 4096;
 /** Text that must never come back in a response or appear in a log. */
@@ -56,7 +56,7 @@ describe('receiver: bad input (dev server, PostgreSQL, HTTP)', function () {
   const assertDiscreet = (text: string) => {
     assert.doesNotMatch(text, /\bat .+:\d+:\d+|\.ts:\d+|Error:/, 'no stack trace');
     assert.ok(!text.includes(CANARY), 'no message text');
-    for (const secret of [STD_SECRET, config.SANDBOX_WEBHOOK_SECRET])
+    for (const secret of [STD_SECRET, TEST_SANDBOX.webhookSecret])
       assert.ok(!text.includes(secret.slice(6)), 'no secret');
   };
 
@@ -127,14 +127,15 @@ describe('receiver: bad input (dev server, PostgreSQL, HTTP)', function () {
     });
 
     it('names each missing or wrong field, never its value', async () => {
-      const request = signedBody(JSON.stringify({ type: 42, data: CANARY, note: CANARY }));
-      const response = await post(receiver, request);
+      const eventId = uniqueId('evt_');
+      const body = JSON.stringify({ type: 'message', conversationId: 42, text: CANARY, note: CANARY });
+      const response = await post(receiver, sandboxRequest(config, { eventId, body }));
       assert.equal(response.status, 400);
       const text = await response.text();
       assertDiscreet(text);
       const { issues } = JSON.parse(text) as { issues: { path: string[]; message: string }[] };
-      assert.deepEqual(issues.map((i) => i.path.join('.')).sort(), ['data', 'timestamp', 'type']);
-      await assertNothingStored(`webhook:std.${STD_SOURCE}:${request.eventId}`, request.eventId);
+      assert.deepEqual(issues.map((i) => i.path.join('.')).sort(), ['conversationId', 'messageId', 'sentAt']);
+      await assertNothingStored(`webhook:sandbox:${eventId}`, eventId);
     });
 
     it('does not echo a field value that fails its pattern', async () => {
@@ -200,6 +201,40 @@ describe('receiver: bad input (dev server, PostgreSQL, HTTP)', function () {
     });
   });
 
+  describe('bodies that cannot become a workflow input: 4xx, never a 503 the sender retries forever', () => {
+    let roomy: ReceiverHandle;
+    before(async () => {
+      const roomyConfig = testConfig({
+        STANDARD_WEBHOOKS_SECRETS: `${STD_SOURCE}=${STD_SECRET}`,
+        WEBHOOK_BODY_LIMIT: String(3 * 1024 * 1024),
+      });
+      roomy = await startTestReceiver({ config: roomyConfig, temporalAddress: (await devServer()).address });
+    });
+    after(async () => {
+      await roomy?.stop();
+    });
+
+    it('answers 400 to a signed body nested 5,000 deep', async () => {
+      const nested = `${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}`;
+      const request = standardRequest({ body: `{"type":"order.paid","data":${nested}}` });
+      const response = await post(roomy, request);
+      assert.equal(response.status, 400);
+      assert.equal(response.headers.get('retry-after'), null);
+      assertDiscreet(await response.text());
+      await assertNothingStored(`webhook:std.${STD_SOURCE}:${request.eventId}`, request.eventId);
+    });
+
+    it('answers 413 to a signed body within WEBHOOK_BODY_LIMIT but over what a workflow input may hold', async () => {
+      const request = standardRequest({
+        body: JSON.stringify({ type: 'order.paid', data: { note: 'x'.repeat(2_200_000) } }),
+      });
+      const response = await post(roomy, request);
+      assert.equal(response.status, 413);
+      assertDiscreet(await response.text());
+      await assertNothingStored(`webhook:std.${STD_SOURCE}:${request.eventId}`, request.eventId);
+    });
+  });
+
   it('answers 415 to a content type the provider does not send', async () => {
     const request = standardRequest();
     const response = await post(receiver, request, { 'content-type': 'text/plain' });
@@ -217,6 +252,16 @@ describe('receiver: bad input (dev server, PostgreSQL, HTTP)', function () {
       const response = await post(receiver, { ...standardRequest(), path });
       assert.equal(response.status, 404);
       assertDiscreet(await response.text());
+    });
+  }
+
+  for (const source of ['__proto__', 'constructor', 'toString', 'hasOwnProperty']) {
+    it(`answers 401, not 500, to a signed delivery for the source ${source} (no such source)`, async () => {
+      const request = standardRequest();
+      const response = await post(receiver, { ...request, path: `/webhooks/std/${source}` });
+      assert.equal(response.status, 401);
+      assertDiscreet(await response.text());
+      await assertNothingStored(`webhook:std.${source}:${request.eventId}`, request.eventId);
     });
   }
 

@@ -1,7 +1,8 @@
 // Durable before 2xx: with Temporal down the receiver answers 503 + Retry-After within the senders'
 // deadlines and never a 2xx; once Temporal is back, the sender's redelivery is accepted and processed
-// exactly once. Runs its own dev server (on a SQLite file, so a restart keeps its state), never the
-// shared one.
+// exactly once; a dev server killed right after a 2xx loses none of the events it acknowledged. Runs
+// its own dev server (on a SQLite file with `replyflow start`'s settings, so a restart keeps its
+// state), never the shared one.
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
@@ -67,7 +68,7 @@ describe('receiver: durable before 2xx (own dev server, stopped and restarted)',
     }
     assert.deepEqual(await ready(), {
       status: 503,
-      body: { status: 'unavailable', checks: { temporal: 'down', postgres: 'up' } },
+      body: { status: 'unavailable', checks: { temporal: 'down', postgres: 'up', searchAttributes: 'down' } },
     });
 
     server = await startDevServer({ port, dbFile });
@@ -99,5 +100,45 @@ describe('receiver: durable before 2xx (own dev server, stopped and restarted)',
     assert.equal(effect.status, 'succeeded');
     assert.equal(target.sendsFor(effect.id).length, 1, 'the target received exactly one send');
     assert.equal(target.deliveredTo(first.conversationId).length, 1);
+  });
+
+  it('loses no acknowledged event when the dev server is SIGKILLed right after a 202 (write-ahead log)', async () => {
+    const deliveries = Array.from({ length: 20 }, () => sandboxRequest(config));
+    let killed: Promise<void> | undefined;
+    const statuses = await Promise.all(
+      deliveries.map(async (delivery) => {
+        const response = await post(receiver, delivery);
+        // The first acknowledgement pulls the plug: commits still in flight are what is at stake.
+        if (response.status === 202) killed ??= server!.kill();
+        return response.status;
+      }),
+    );
+    await killed;
+    const port = server!.port;
+    const acknowledged = deliveries.filter((_, i) => statuses[i] === 202);
+    assert.ok(acknowledged.length > 0);
+    assert.ok(
+      statuses.every((s) => s === 202 || s === 503),
+      `only 202 or 503: ${statuses}`,
+    );
+    server = await startDevServer({ port, dbFile });
+    const temporal = await connectClient(server.address, 'default', TEST_ENCRYPTION_KEY);
+    try {
+      const missing = [];
+      for (const delivery of acknowledged) {
+        const workflowId = `webhook:sandbox:${delivery.eventId}`;
+        const found = await temporal.client.workflow
+          .getHandle(workflowId)
+          .describe()
+          .then(
+            () => true,
+            () => false,
+          );
+        if (!found) missing.push(workflowId);
+      }
+      assert.deepEqual(missing, [], `${acknowledged.length} acknowledged, these lost`);
+    } finally {
+      await temporal.close();
+    }
   });
 });

@@ -51,7 +51,7 @@ describe('receiver: operations endpoints and correlation ids (dev server, Postgr
     assert.deepEqual(await health.json(), { status: 'ok' });
     assert.deepEqual(await readiness(receiver), {
       status: 200,
-      body: { status: 'ready', checks: { temporal: 'up', postgres: 'up' } },
+      body: { status: 'ready', checks: { temporal: 'up', postgres: 'up', searchAttributes: 'up' } },
     });
   });
 
@@ -68,7 +68,10 @@ describe('receiver: operations endpoints and correlation ids (dev server, Postgr
       stopped.push(() => alone.stop());
       assert.deepEqual(await readiness(alone), {
         status: 503,
-        body: { status: 'unavailable', checks: { temporal: 'down', postgres: 'up' } },
+        body: {
+          status: 'unavailable',
+          checks: { temporal: 'down', postgres: 'up', searchAttributes: 'down' },
+        },
       });
       const response = await post(alone, sandboxRequest(config));
       assert.equal(response.status, 503);
@@ -94,7 +97,7 @@ describe('receiver: operations endpoints and correlation ids (dev server, Postgr
       stopped.push(() => alone.stop());
       assert.deepEqual(await readiness(alone), {
         status: 503,
-        body: { status: 'unavailable', checks: { temporal: 'up', postgres: 'down' } },
+        body: { status: 'unavailable', checks: { temporal: 'up', postgres: 'down', searchAttributes: 'up' } },
       });
     });
   });
@@ -108,7 +111,7 @@ describe('receiver: operations endpoints and correlation ids (dev server, Postgr
       (await post(receiver, standardRequest({ secret: config.SANDBOX_WEBHOOK_SECRET }))).status,
       401,
     );
-    assert.equal((await post(receiver, standardRequest({ body: '{"type": 1}' }))).status, 400);
+    assert.equal((await post(receiver, standardRequest({ body: '{"type": 1' }))).status, 400);
     assert.equal((await post(receiver, { ...standardRequest(), path: '/webhooks/nonesuch' })).status, 404);
 
     const response = await fetch(`${receiver.url}/metrics`);

@@ -7,7 +7,7 @@ import { signStandardWebhook } from '../../src/providers/standard-webhooks';
 import { type ReceiverHandle, startReceiver } from '../../src/receiver';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { silentLogger, testConfig, uniqueId, withWorker } from '../helpers/system';
+import { silentLogger, TEST_SANDBOX, testConfig, uniqueId, withWorker } from '../helpers/system';
 import { effectRows } from '../helpers/workflows';
 
 describe('thin path: sandbox webhook → workflow → sandbox reply (dev server, PostgreSQL, HTTP)', function () {
@@ -39,7 +39,7 @@ describe('thin path: sandbox webhook → workflow → sandbox reply (dev server,
     const raw = JSON.stringify(body);
     return fetch(`${receiver.url}/webhooks/sandbox`, {
       method: 'POST',
-      headers: signStandardWebhook(config.SANDBOX_WEBHOOK_SECRET, eventId, raw),
+      headers: signStandardWebhook(TEST_SANDBOX.webhookSecret, eventId, raw),
       body: raw,
     });
   };
@@ -97,7 +97,7 @@ describe('thin path: sandbox webhook → workflow → sandbox reply (dev server,
       text: 'hi',
       sentAt: new Date().toISOString(),
     });
-    const headers = signStandardWebhook(config.SANDBOX_WEBHOOK_SECRET, eventId, raw);
+    const headers = signStandardWebhook(TEST_SANDBOX.webhookSecret, eventId, raw);
     const response = await fetch(`${receiver.url}/webhooks/sandbox`, {
       method: 'POST',
       headers,

@@ -8,11 +8,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../../src/ports';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
-import { resolveSignal } from '../../workflows/messages';
+
+import { eventually } from '../helpers/eventually';
 import { FakeTarget } from '../helpers/fake-target';
+import { operatorDecides } from '../helpers/operators';
 import { counterValue } from '../helpers/receiver';
 import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { sandboxEvent, uniqueId } from '../helpers/system';
+import { sandboxEvent, TEST_SANDBOX, uniqueId } from '../helpers/system';
 import { startEvent, waitForState } from '../helpers/workflows';
 
 const PROJECT_ROOT = path.resolve(__dirname, '..', '..');
@@ -35,17 +37,15 @@ describe('worker metrics: our metrics and the Temporal SDK runtime metrics on WO
 
   const scrape = async () => (await fetch(metricsUrl)).text();
   /** Polls the endpoint until `check` holds for what it serves (an observation, not a sleep). */
-  const until = async (what: string, check: (text: string) => boolean, timeoutMs = 120_000) => {
-    const deadline = Date.now() + timeoutMs;
-    let last = '';
-    while (Date.now() < deadline) {
-      if (worker.exitCode !== null) throw new Error(`the worker exited (${worker.exitCode}): ${stderr}`);
-      last = await scrape().catch(() => '');
-      if (check(last)) return last;
-      await new Promise((r) => setTimeout(r, 200));
-    }
-    throw new Error(`metrics never showed ${what}; last scrape:\n${last.slice(0, 2000)}`);
-  };
+  const until = (what: string, check: (text: string) => boolean) =>
+    eventually(`the metrics show ${what}`, scrape, {
+      until: check,
+      timeoutMs: 120_000,
+      intervalMs: 200,
+      abortIf: () =>
+        worker.exitCode === null ? undefined : `the worker exited (${worker.exitCode}): ${stderr}`,
+      describe: (last) => `\n${last.slice(0, 2000)}`,
+    });
 
   before(async () => {
     const [server, db] = await Promise.all([devServer(), database()]);
@@ -62,6 +62,9 @@ describe('worker metrics: our metrics and the Temporal SDK runtime metrics on WO
       TEMPORAL_TASK_QUEUE: taskQueue,
       WORKER_METRICS_PORT: String(port),
       SANDBOX_API_URL: fake.url,
+      SANDBOX_ENABLED: 'true',
+      SANDBOX_WEBHOOK_SECRET: TEST_SANDBOX.webhookSecret,
+      SANDBOX_API_TOKEN: TEST_SANDBOX.apiToken,
       LOG_LEVEL: 'silent',
       REPLYFLOW_SDK_LOG_LEVEL: 'ERROR',
     };
@@ -133,9 +136,8 @@ describe('worker metrics: our metrics and the Temporal SDK runtime metrics on WO
     for (const status of ['claimed', 'sending', 'retry_wait', 'unknown', 'failed'])
       assert.match(text, new RegExp(`^replyflow_effects_open\\{status="${status}"\\} \\d+$`, 'm'));
 
-    await held.signal(resolveSignal, {
+    await operatorDecides(held, 'resolve', {
       action: 'mark-sent',
-      operator: 'ops@example.com',
       reason: 'found it in the chat',
       externalId: '1',
     });
@@ -175,9 +177,8 @@ describe('worker metrics: our metrics and the Temporal SDK runtime metrics on WO
           by: 'worker',
         }) === 1,
     );
-    await failed.signal(resolveSignal, {
+    await operatorDecides(failed, 'resolve', {
       action: 'discard',
-      operator: 'ops@example.com',
       reason: 'test over',
     });
     assert.equal((await failed.result()).state, 'discarded');

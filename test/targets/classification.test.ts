@@ -3,7 +3,7 @@
 // attempts may be resent with the same key.
 import assert from 'node:assert/strict';
 import { ErrorCode } from '@slack/web-api';
-import type { StepPlan } from '../../activities/types';
+import type { StepPlan } from '../../src/model';
 import { classifyGithubStatus } from '../../src/targets/github';
 import { classifyHttpStatus, type HttpEndpoint } from '../../src/targets/http';
 import { lineTarget } from '../../src/targets/line';

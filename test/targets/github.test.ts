@@ -6,8 +6,9 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Config } from '../../src/config';
 import type { InboundEvent } from '../../src/providers/types';
 import { effectMarker } from '../../src/targets/github';
-import { resolveSignal } from '../../workflows/messages';
+
 import { FakeGithub, secondaryRateLimit } from '../helpers/fakes/github';
+import { operatorDecides } from '../helpers/operators';
 import { timeSkipping } from '../helpers/servers';
 import { startTestWorker, testConfig, uniqueId } from '../helpers/system';
 import { effectRows, startEvent, waitForState } from '../helpers/workflows';
@@ -95,9 +96,8 @@ describe('GitHub target (issue comment + hidden marker lookup) through the event
     assert.match(held.recommendedAction ?? '', /not found by lookup/);
     assert.equal(postsTo(repo).length, 1);
     assert.equal(listsOf(repo).length, 2, 'looked again after the consistency delay');
-    await handle.signal(resolveSignal, {
+    await operatorDecides(handle, 'resolve', {
       action: 'discard',
-      operator: 'alice',
       reason: 'issue handled by hand',
     });
     assert.equal((await handle.result()).state, 'discarded');
@@ -111,7 +111,7 @@ describe('GitHub target (issue comment + hidden marker lookup) through the event
     const failed = await waitForState(handle, 'failed');
     assert.match(failed.recommendedAction ?? '', /owner, repo and issue number/);
     assert.equal(postsTo(repo).length, 1);
-    await handle.signal(resolveSignal, { action: 'discard', operator: 'alice', reason: 'wrong repo' });
+    await operatorDecides(handle, 'resolve', { action: 'discard', reason: 'wrong repo' });
     await handle.result();
   });
 });

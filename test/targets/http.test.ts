@@ -10,9 +10,10 @@ import { WorkflowFailedError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Config } from '../../src/config';
 import type { InboundEvent } from '../../src/providers/types';
-import { reprocessSignal, resolveSignal } from '../../workflows/messages';
+
 import { FailedStep } from '../../workflows/search-attributes';
 import { FakeOrders } from '../helpers/fakes/orders';
+import { operatorDecides } from '../helpers/operators';
 import { timeSkipping } from '../helpers/servers';
 import { startTestWorker, testConfig, uniqueId } from '../helpers/system';
 import { effectRows, startEvent, waitForState } from '../helpers/workflows';
@@ -178,7 +179,7 @@ describe('configured routes and generic HTTP targets through the event workflow'
     assert.match(failed.lastError ?? '', /idempotency key reused with a different payload/);
     assert.match(failed.recommendedAction ?? '', /operation id/);
     assert.equal(orders.posts('orders').filter((p) => p.body.order === order).length, 1);
-    await handle.signal(resolveSignal, { action: 'discard', operator: 'alice', reason: 'checked the route' });
+    await operatorDecides(handle, 'resolve', { action: 'discard', reason: 'checked the route' });
     assert.equal((await handle.result()).state, 'discarded');
   });
 
@@ -197,7 +198,7 @@ describe('configured routes and generic HTTP targets through the event workflow'
     assert.equal(ordersFor(order).length, 1);
     assert.equal(warehouse.in('reservations').filter((r) => r.body.order === order).length, 0);
 
-    await handle.signal(reprocessSignal, { operator: 'alice', reason: 'warehouse fixed the SKU' });
+    await operatorDecides(handle, 'reprocess', { reason: 'warehouse fixed the SKU' });
     assert.equal((await handle.result()).state, 'succeeded');
     assert.equal(orders.posts('orders').filter((p) => p.body.order === order).length, 1, 'step 1 not redone');
     const reserves = warehouse.posts('reservations').filter((p) => p.body.order === order);
@@ -231,7 +232,7 @@ describe('configured routes and generic HTTP targets through the event workflow'
     const held = await waitForState(handle, 'held');
     assert.match(held.recommendedAction ?? '', /cannot be asked/);
     assert.equal(crm.posts('notes').filter((p) => p.body.customer === customer).length, 1);
-    await handle.signal(resolveSignal, { action: 'discard', operator: 'alice', reason: 'seen in the CRM' });
+    await operatorDecides(handle, 'resolve', { action: 'discard', reason: 'seen in the CRM' });
     await handle.result();
   });
 

@@ -7,8 +7,9 @@ import type { Config } from '../../src/config';
 import type { InboundEvent } from '../../src/providers/types';
 import { lineTarget } from '../../src/targets/line';
 import type { TargetAdapter } from '../../src/targets/types';
-import { approveSignal, resolveSignal } from '../../workflows/messages';
+
 import { FakeLine } from '../helpers/fakes/line';
+import { operatorDecides, secondOperatorApproves } from '../helpers/operators';
 import { timeSkipping } from '../helpers/servers';
 import { startTestWorker, testConfig, uniqueId } from '../helpers/system';
 import { effectRows, startEvent, waitForState } from '../helpers/workflows';
@@ -141,13 +142,12 @@ describe('LINE target (reply token, then push with X-Line-Retry-Key) through the
     assert.match(held.recommendedAction ?? '', /cannot be asked/);
     assert.equal(repliesWith(token.replyToken).length, 1);
     assert.equal(pushesTo(to).length, 0, 'no push behind the reply it may duplicate');
-    await handle.signal(resolveSignal, {
+    await operatorDecides(handle, 'resolve', {
       action: 'resend',
-      operator: 'alice',
       reason: 'user says nothing came',
     });
     await waitForState(handle, 'awaiting_approval');
-    await handle.signal(approveSignal, { approver: 'bob', reason: 'checked with the user' });
+    await secondOperatorApproves(handle, 'checked with the user');
     assert.equal((await handle.result()).state, 'succeeded');
     const row = await rowFor(event);
     assert.deepEqual(
@@ -207,9 +207,8 @@ describe('LINE target (reply token, then push with X-Line-Retry-Key) through the
       assert.equal(repliesWith(token.replyToken).length, 1);
       assert.equal(pushesTo(to).length, 0);
       assert.equal(line.deliveredTo(to).length, 1);
-      await handle.signal(resolveSignal, {
+      await operatorDecides(handle, 'resolve', {
         action: 'mark-sent',
-        operator: 'alice',
         reason: 'user got it',
         externalId: 'x',
       });

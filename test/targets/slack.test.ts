@@ -6,8 +6,9 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Config } from '../../src/config';
 import type { InboundEvent } from '../../src/providers/types';
 import { SLACK_METADATA_EVENT_TYPE } from '../../src/targets/slack';
-import { approveSignal, resolveSignal } from '../../workflows/messages';
+
 import { FakeSlack, slackError } from '../helpers/fakes/slack';
+import { operatorDecides, secondOperatorApproves } from '../helpers/operators';
 import { timeSkipping } from '../helpers/servers';
 import { startTestWorker, testConfig, uniqueId } from '../helpers/system';
 import { effectRows, startEvent, waitForState } from '../helpers/workflows';
@@ -103,9 +104,8 @@ describe('Slack target (chat.postMessage + metadata lookup) through the event wo
     const row = await rowFor(event);
     assert.equal(slack.postsFor(row.id).length, 1, 'never a blind second post');
     assert.equal(lookups(channel).length, 2, 'looked again after the consistency delay');
-    await handle.signal(resolveSignal, {
+    await operatorDecides(handle, 'resolve', {
       action: 'mark-sent',
-      operator: 'alice',
       reason: 'seen in the thread',
       externalId: slack.delivered(row.id)[0]!.ts,
     });
@@ -136,13 +136,12 @@ describe('Slack target (chat.postMessage + metadata lookup) through the event wo
     await waitForState(handle, 'held');
     const row = await rowFor(event);
     assert.equal(slack.postsFor(row.id).length, 1, 'the client did not retry the 500');
-    await handle.signal(resolveSignal, {
+    await operatorDecides(handle, 'resolve', {
       action: 'resend',
-      operator: 'alice',
       reason: 'nothing in the thread',
     });
     await waitForState(handle, 'awaiting_approval');
-    await handle.signal(approveSignal, { approver: 'bob', reason: 'checked the thread' });
+    await secondOperatorApproves(handle, 'checked the thread');
     assert.equal((await handle.result()).state, 'succeeded');
     assert.equal(slack.postsFor(row.id).length, 2);
     assert.equal(slack.delivered(row.id).length, 1);
@@ -158,7 +157,7 @@ describe('Slack target (chat.postMessage + metadata lookup) through the event wo
     assert.match(failed.recommendedAction ?? '', /invite the app/);
     const row = await rowFor(event);
     assert.equal(slack.postsFor(row.id).length, 1);
-    await handle.signal(resolveSignal, { action: 'discard', operator: 'alice', reason: 'channel gone' });
+    await operatorDecides(handle, 'resolve', { action: 'discard', reason: 'channel gone' });
     assert.equal((await handle.result()).state, 'discarded');
   });
 
@@ -174,7 +173,7 @@ describe('Slack target (chat.postMessage + metadata lookup) through the event wo
         const failed = await waitForState(handle, 'failed');
         assert.match(failed.recommendedAction ?? '', /SLACK_BOT_TOKEN/);
         assert.equal(other.posts().length, 1);
-        await handle.signal(resolveSignal, { action: 'discard', operator: 'alice', reason: 'test' });
+        await operatorDecides(handle, 'resolve', { action: 'discard', reason: 'test' });
         await handle.result();
       } finally {
         await badWorker.stop();

@@ -12,6 +12,7 @@ async function cluster(argv: string[]): Promise<{ code: number; stderr: string }
     stdout: { write: () => true },
     stderr: { write: (text: string) => (stderr += text) },
     confirm: async () => false,
+    readSecret: async () => '',
   });
   return { code, stderr };
 }

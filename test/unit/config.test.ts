@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { ConfigError, loadConfig, parseDuration } from '../../src/config';
 
-describe('config', () => {
+describe('configuration read once at start (src/config.ts)', () => {
   it('applies defaults and treats empty strings as unset', () => {
     const config = loadConfig({ PORT: '', TEMPORAL_ADDRESS: '', DATABASE_URL: '  ' });
     assert.equal(config.PORT, 3000);

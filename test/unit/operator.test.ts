@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { judge, type OperatorMessage } from '../../workflows/operator';
+import { judge, type OperatorMessage, unsealedSignal } from '../../workflows/operator';
 
 const held = { state: 'held' as const, seenRequestIds: new Set<string>() };
-const resolve = (payload: object): OperatorMessage => ({ signal: 'resolve', payload: payload as never });
+const resolve = (payload: object): OperatorMessage => unsealedSignal('resolve', payload);
 
-describe('operator messages', () => {
+describe('judging an operator message (workflows/operator.ts judge)', () => {
   it('accepts a valid mark-sent with an external id', () => {
     assert.deepEqual(
       judge(resolve({ action: 'mark-sent', operator: 'a', reason: 'seen', externalId: 'x1' }), held),
@@ -22,7 +22,7 @@ describe('operator messages', () => {
     ['missing operator', { action: 'discard', reason: 'r' }, /operator is required/],
     ['mark-sent without external id', { action: 'mark-sent', operator: 'a', reason: 'r' }, /externalId/],
   ] as const) {
-    it(`rejects ${name}`, () => {
+    it(`rejects a held item's resolve with ${name}, saying what is wrong`, () => {
       const verdict = judge(resolve(payload), held);
       assert.equal(verdict.ok, false);
       assert.match((verdict as { detail: string }).detail, detail);
@@ -43,8 +43,8 @@ describe('operator messages', () => {
       seenRequestIds: new Set<string>(),
       resendRequestedBy: 'alice',
     };
-    assert.equal(judge({ signal: 'approve', payload: { approver: 'alice', reason: 'r' } }, ctx).ok, false);
-    assert.deepEqual(judge({ signal: 'approve', payload: { approver: 'bob', reason: 'r' } }, ctx), {
+    assert.equal(judge(unsealedSignal('approve', { approver: 'alice', reason: 'r' }), ctx).ok, false);
+    assert.deepEqual(judge(unsealedSignal('approve', { approver: 'bob', reason: 'r' }), ctx), {
       ok: true,
       action: 'approve-resend',
     });
@@ -53,10 +53,10 @@ describe('operator messages', () => {
   it('sends failed work again only through reprocess', () => {
     const failed = { state: 'failed' as const, seenRequestIds: new Set<string>() };
     assert.equal(judge(resolve({ action: 'resend', operator: 'a', reason: 'r' }), failed).ok, false);
-    assert.deepEqual(judge({ signal: 'reprocess', payload: { operator: 'a', reason: 'r' } }, failed), {
+    assert.deepEqual(judge(unsealedSignal('reprocess', { operator: 'a', reason: 'r' }), failed), {
       ok: true,
       action: 'reprocess',
     });
-    assert.equal(judge({ signal: 'reprocess', payload: { operator: 'a', reason: 'r' } }, held).ok, false);
+    assert.equal(judge(unsealedSignal('reprocess', { operator: 'a', reason: 'r' }), held).ok, false);
   });
 });

@@ -5,6 +5,7 @@ import { Webhook } from 'standardwebhooks';
 import { sandboxProvider } from '../../src/providers/sandbox';
 import { signStandardWebhook, verifyStandardWebhook } from '../../src/providers/standard-webhooks';
 import {
+  type InboundEvent,
   type RequestContext,
   WebhookPayloadError,
   WebhookVerificationError,
@@ -51,6 +52,28 @@ describe('Standard Webhooks verification (sandbox provider)', () => {
       kind: 'answer',
       destination: { conversationId: 'c1' },
     });
+  });
+
+  it('holds sentAt within five minutes of arrival, so a far-future one cannot freeze the conversation', () => {
+    const receivedAt = new Date('2026-11-30T10:00:00.000Z');
+    for (const [sentAt, expected] of [
+      ['9999-12-31T23:59:59.000Z', '2026-11-30T10:05:00.000Z'],
+      ['1970-01-01T00:00:00.000Z', '2026-11-30T09:55:00.000Z'],
+      ['2026-11-30T10:01:00.000Z', '2026-11-30T10:01:00.000Z'],
+    ]) {
+      const message = JSON.stringify({
+        type: 'message',
+        conversationId: 'c1',
+        messageId: 'm1',
+        text: 'hi',
+        sentAt,
+      });
+      const headers = signStandardWebhook(SECRET, 'evt_2', message);
+      const result = sandboxProvider(SECRET).parse({ ...ctx(message, headers), receivedAt });
+      const [event] = (result as { events: InboundEvent[] }).events;
+      assert.equal(event!.conversation?.version, expected);
+      assert.equal(event!.occurredAt, expected);
+    }
   });
 
   const broken: [string, () => RequestContext][] = [

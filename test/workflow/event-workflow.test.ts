@@ -4,13 +4,14 @@ import assert from 'node:assert/strict';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Alert } from '../../activities';
 import type { Config } from '../../src/config';
-import { approveSignal, reprocessSignal, resolveSignal, statusQuery } from '../../workflows/messages';
+import { statusQuery } from '../../workflows/messages';
 import { FakeTarget } from '../helpers/fake-target';
+import { decide, type TestOperator, twoOperators } from '../helpers/operators';
 import { timeSkipping } from '../helpers/servers';
 import { sandboxEvent, startTestWorker, testConfig, uniqueId } from '../helpers/system';
 import { auditRows, effectRows, startEvent, waitForState } from '../helpers/workflows';
 
-describe('event workflow (time-skipping server, real PostgreSQL)', function () {
+describe('event workflow paths end to end: sends, lookups, holds and decisions (time-skipping server, real PostgreSQL)', function () {
   this.timeout(120_000);
   let env: TestWorkflowEnvironment;
   let fake: FakeTarget;
@@ -19,8 +20,11 @@ describe('event workflow (time-skipping server, real PostgreSQL)', function () {
   let alertsDown = false;
 
   let worker: { stop(): Promise<void> };
+  let alice: TestOperator;
+  let bob: TestOperator;
 
   before(async () => {
+    ({ asker: alice, approver: bob } = await twoOperators());
     env = await timeSkipping();
     fake = await new FakeTarget().start();
     config = testConfig({ SANDBOX_API_URL: fake.url });
@@ -44,16 +48,13 @@ describe('event workflow (time-skipping server, real PostgreSQL)', function () {
     alertsDown = false;
   });
 
-  const run = <T>(fn: () => Promise<T>) => fn();
   const keyOf = (conversationId: string, messageId: string) =>
     `chat:sandbox:${conversationId}:${messageId}:answer`;
 
   it('sends one reply and records the effect as succeeded', async () => {
     const conv = uniqueId('c');
     const event = sandboxEvent({ conversationId: conv, messageId: 'm1', text: 'opening hours?' });
-    const result = await run(async () =>
-      (await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event)).result(),
-    );
+    const result = await (await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event)).result();
     assert.equal(result.state, 'succeeded');
     const [row] = await effectRows(keyOf(conv, 'm1'));
     assert.equal(row.status, 'succeeded');
@@ -66,16 +67,13 @@ describe('event workflow (time-skipping server, real PostgreSQL)', function () {
     const conv = uniqueId('c');
     const first = sandboxEvent({ conversationId: conv, messageId: 'm1' });
     const second = sandboxEvent({ conversationId: conv, messageId: 'm1' });
-    const results = await run(async () => {
-      const handles = await Promise.all(
-        [first, second].map((e) => startEvent(env.client, config.TEMPORAL_TASK_QUEUE, e)),
-      );
-      // Both run at once; their results are awaited one by one because the time-skipping client
-      // counts unlocks per pending result() call, and parallel calls unbalance that count.
-      const results = [];
-      for (const handle of handles) results.push(await handle.result());
-      return results;
-    });
+    const handles = await Promise.all(
+      [first, second].map((e) => startEvent(env.client, config.TEMPORAL_TASK_QUEUE, e)),
+    );
+    // Both run at once; their results are awaited one by one because the time-skipping client
+    // counts unlocks per pending result() call, and parallel calls unbalance that count.
+    const results = [];
+    for (const handle of handles) results.push(await handle.result());
     assert.deepEqual(results.map((r) => r.state).sort(), ['duplicate', 'succeeded']);
     assert.equal(fake.deliveredTo(conv).length, 1);
     const rows = await effectRows(keyOf(conv, 'm1'));
@@ -88,11 +86,10 @@ describe('event workflow (time-skipping server, real PostgreSQL)', function () {
     const conv = uniqueId('c');
     const event = sandboxEvent({ conversationId: conv, messageId: 'm1' });
     const replayed = { ...event, workflowId: `${event.workflowId}:again` };
-    const results = await run(async () => {
-      const a = await (await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event)).result();
-      const b = await (await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, replayed)).result();
-      return [a, b];
-    });
+    const results = [
+      await (await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event)).result(),
+      await (await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, replayed)).result(),
+    ];
     assert.deepEqual(
       results.map((r) => r.state),
       ['succeeded', 'duplicate'],
@@ -104,11 +101,9 @@ describe('event workflow (time-skipping server, real PostgreSQL)', function () {
     const conv = uniqueId('c');
     fake.next({ status: 429, retryAfter: '120' });
     const event = sandboxEvent({ conversationId: conv, messageId: 'm1' });
-    const { result, description } = await run(async () => {
-      const handle = await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event);
-      const result = await handle.result();
-      return { result, description: await handle.describe() };
-    });
+    const handle = await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event);
+    const result = await handle.result();
+    const description = await handle.describe();
     assert.equal(result.state, 'succeeded');
     const [row] = await effectRows(keyOf(conv, 'm1'));
     const sends = fake.sendsFor(row.id);
@@ -124,12 +119,13 @@ describe('event workflow (time-skipping server, real PostgreSQL)', function () {
     const conv = uniqueId('c');
     fake.next({ status: 404 });
     const event = sandboxEvent({ conversationId: conv, messageId: 'm1' });
-    const { result, failedView } = await run(async () => {
-      const handle = await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event);
-      const failedView = await waitForState(handle, 'failed');
-      await handle.signal(reprocessSignal, { operator: 'alice', reason: 'destination fixed' });
-      return { result: await handle.result(), failedView };
-    });
+    const handle = await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event);
+    const failedView = await waitForState(handle, 'failed');
+    assert.equal(
+      await decide(handle, alice, 'reprocess', { reason: 'destination fixed' }),
+      'Accepted: reprocess',
+    );
+    const result = await handle.result();
     assert.equal(failedView.lastErrorClass, 'permanent');
     assert.match(failedView.recommendedAction ?? '', /destination/);
     assert.equal(result.state, 'succeeded');
@@ -139,7 +135,7 @@ describe('event workflow (time-skipping server, real PostgreSQL)', function () {
     const audit = await auditRows(event.workflowId);
     assert.deepEqual(
       audit.map((a) => [a.action, a.actor, a.state_before, a.state_after, a.result]),
-      [['reprocess', 'alice', 'failed', 'processing', 'accepted']],
+      [['reprocess', alice.account.name, 'failed', 'processing', 'accepted']],
     );
     assert.ok(alerts.some((a) => a.kind === 'failed'));
   });
@@ -148,9 +144,7 @@ describe('event workflow (time-skipping server, real PostgreSQL)', function () {
     const conv = uniqueId('c');
     fake.next('accept-then-drop');
     const event = sandboxEvent({ conversationId: conv, messageId: 'm1', target: 'sandbox-lookup' });
-    const result = await run(async () =>
-      (await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event)).result(),
-    );
+    const result = await (await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event)).result();
     assert.equal(result.state, 'succeeded');
     const [row] = await effectRows(keyOf(conv, 'm1'));
     assert.equal(row.status, 'succeeded');
@@ -163,9 +157,7 @@ describe('event workflow (time-skipping server, real PostgreSQL)', function () {
     fake.next('accept-then-drop');
     fake.lookupMisses = 1;
     const event = sandboxEvent({ conversationId: conv, messageId: 'm1', target: 'sandbox-lookup' });
-    const result = await run(async () =>
-      (await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event)).result(),
-    );
+    const result = await (await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event)).result();
     assert.equal(result.state, 'succeeded');
     const [row] = await effectRows(keyOf(conv, 'm1'));
     assert.equal(fake.sendsFor(row.id).length, 1);
@@ -176,17 +168,15 @@ describe('event workflow (time-skipping server, real PostgreSQL)', function () {
     const conv = uniqueId('c');
     fake.next('accept-then-drop');
     const event = sandboxEvent({ conversationId: conv, messageId: 'm1', target: 'sandbox-blind' });
-    const { result, held } = await run(async () => {
-      const handle = await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event);
-      const held = await waitForState(handle, 'held');
-      await handle.signal(resolveSignal, {
-        action: 'mark-sent',
-        operator: 'alice',
-        reason: 'seen in the chat',
-        externalId: 'ext-42',
-      });
-      return { result: await handle.result(), held };
+    const handle = await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event);
+    const held = await waitForState(handle, 'held');
+    const verdict = await decide(handle, alice, 'resolve', {
+      action: 'mark-sent',
+      reason: 'seen in the chat',
+      externalId: 'ext-42',
     });
+    assert.equal(verdict, 'Accepted: marked sent as ext-42');
+    const result = await handle.result();
     assert.equal(held.lastErrorClass, 'unknown');
     assert.equal(result.state, 'succeeded');
     const [row] = await effectRows(keyOf(conv, 'm1'));
@@ -196,7 +186,7 @@ describe('event workflow (time-skipping server, real PostgreSQL)', function () {
     const audit = await auditRows(event.workflowId);
     assert.deepEqual(
       audit.map((a) => [a.action, a.actor, a.state_before, a.state_after]),
-      [['mark-sent', 'alice', 'held', 'succeeded']],
+      [['mark-sent', alice.account.name, 'held', 'succeeded']],
     );
     assert.ok(alerts.some((a) => a.kind === 'held' && a.workflowId === event.workflowId));
   });
@@ -205,63 +195,57 @@ describe('event workflow (time-skipping server, real PostgreSQL)', function () {
     const conv = uniqueId('c');
     fake.next('drop');
     const event = sandboxEvent({ conversationId: conv, messageId: 'm1', target: 'sandbox-blind' });
-    const { result, beforeApproval, afterSelfApproval } = await run(async () => {
-      const handle = await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event);
-      await waitForState(handle, 'held');
-      await handle.signal(resolveSignal, {
-        action: 'resend',
-        operator: 'alice',
-        reason: 'customer says nothing arrived',
-      });
-      await waitForState(handle, 'awaiting_approval');
-      const beforeApproval = fake.sendsFor((await effectRows(keyOf(conv, 'm1')))[0].id).length;
-      await handle.signal(approveSignal, { approver: 'alice', reason: 'approving my own' });
-      await handle.signal(approveSignal, {
-        approver: 'bob',
-        reason: 'checked the chat log',
-        requestId: 'r-1',
-      });
-      await handle.signal(approveSignal, { approver: 'bob', reason: 'double click', requestId: 'r-1' });
-      const result = await handle.result();
-      return { result, beforeApproval, afterSelfApproval: await handle.query(statusQuery) };
+    const handle = await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event);
+    await waitForState(handle, 'held');
+    const asked = await decide(handle, alice, 'resolve', {
+      action: 'resend',
+      reason: 'customer says nothing arrived',
     });
+    assert.equal(asked, 'Accepted: awaiting approval');
+    const beforeApproval = fake.sendsFor((await effectRows(keyOf(conv, 'm1')))[0].id).length;
+    // alice holds every role but approve: even with it, she could not approve her own resend.
+    const selfApproval = await decide(handle, alice, 'approve', { reason: 'approving my own' });
+    assert.equal(
+      selfApproval,
+      `Rejected: not permitted: ${alice.account.name} does not have the approve role`,
+    );
+    assert.equal(
+      await decide(handle, bob, 'approve', { reason: 'checked the chat log' }),
+      'Accepted: resend approved',
+    );
+    const result = await handle.result();
+    const afterSelfApproval = await handle.query(statusQuery);
     assert.equal(beforeApproval, 1, 'a resend request alone sends nothing');
     assert.equal(result.state, 'succeeded');
     const [row] = await effectRows(keyOf(conv, 'm1'));
     assert.equal(fake.sendsFor(row.id).length, 2);
     assert.equal(fake.deliveredTo(conv).length, 1);
     const decisions = afterSelfApproval.operatorHistory.map((d) => [d.action, d.actor, d.result]);
-    assert.deepEqual(decisions.slice(0, 3), [
-      ['resend', 'alice', 'accepted'],
-      ['approve', 'alice', 'rejected'],
-      ['approve', 'bob', 'accepted'],
+    assert.deepEqual(decisions, [
+      ['resend', alice.account.name, 'accepted'],
+      ['approve', alice.account.name, 'rejected'],
+      ['approve', bob.account.name, 'accepted'],
     ]);
     const audit = await auditRows(event.workflowId);
-    assert.equal(audit.length, 4, 'the repeated approval is recorded as rejected too');
-    assert.match(audit[3].result, /rejected: repeated requestId/);
+    assert.equal(audit.length, 3);
+    assert.equal(audit[2].approver, bob.account.name);
   });
 
   it('discards a held item on request and records who did it', async () => {
     const conv = uniqueId('c');
     fake.next('accept-then-drop');
     const event = sandboxEvent({ conversationId: conv, messageId: 'm1', target: 'sandbox-blind' });
-    const result = await run(async () => {
-      const handle = await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event);
-      await waitForState(handle, 'held');
-      await handle.signal(resolveSignal, {
-        action: 'discard',
-        operator: 'carol',
-        reason: 'customer answered by phone',
-      });
-      return handle.result();
-    });
+    const handle = await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event);
+    await waitForState(handle, 'held');
+    await decide(handle, alice, 'resolve', { action: 'discard', reason: 'customer answered by phone' });
+    const result = await handle.result();
     assert.equal(result.state, 'discarded');
     const [row] = await effectRows(keyOf(conv, 'm1'));
     assert.equal(row.status, 'discarded');
     const audit = await auditRows(event.workflowId);
     assert.deepEqual(
       audit.map((a) => [a.action, a.actor, a.state_after]),
-      [['discard', 'carol', 'discarded']],
+      [['discard', alice.account.name, 'discarded']],
     );
   });
 
@@ -269,18 +253,25 @@ describe('event workflow (time-skipping server, real PostgreSQL)', function () {
     const conv = uniqueId('c');
     fake.next('accept-then-drop');
     const event = sandboxEvent({ conversationId: conv, messageId: 'm1', target: 'sandbox-blind' });
-    const view = await run(async () => {
-      const handle = await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event);
-      await waitForState(handle, 'held');
-      await handle.signal(resolveSignal, { action: 'explode', operator: 'dave', reason: 'x' } as never);
-      await handle.signal(resolveSignal, { action: 'mark-sent', operator: 'dave', reason: 'no id' });
-      await handle.signal(resolveSignal, { action: 'discard', operator: '', reason: 'anonymous' });
-      await handle.signal(approveSignal, { approver: 'erin', reason: 'nothing pending' });
-      await handle.signal(reprocessSignal, { operator: 'erin', reason: 'not failed' });
-      await handle.signal(resolveSignal, { action: 'discard', operator: 'dave', reason: 'cleanup' });
-      await handle.result();
-      return handle.query(statusQuery);
-    });
+    const handle = await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event);
+    await waitForState(handle, 'held');
+    const verdicts = [
+      await decide(handle, alice, 'resolve', { action: 'explode' as never, reason: 'x' }),
+      await decide(handle, alice, 'resolve', { action: 'mark-sent', reason: 'no id' }),
+      await decide(handle, alice, 'resolve', { action: 'discard', reason: '' }),
+      await decide(handle, bob, 'approve', { reason: 'nothing pending' }),
+      await decide(handle, alice, 'reprocess', { reason: 'not failed' }),
+    ];
+    assert.deepEqual(verdicts, [
+      'Rejected: action must be one of mark-sent, resend, discard',
+      'Rejected: mark-sent needs the externalId of the message that was sent',
+      'Rejected: reason is required (at most 500 characters)',
+      'Rejected: no resend awaits approval (state held)',
+      'Rejected: only failed work can be reprocessed (state held)',
+    ]);
+    await decide(handle, alice, 'resolve', { action: 'discard', reason: 'cleanup' });
+    await handle.result();
+    const view = await handle.query(statusQuery);
     assert.deepEqual(
       view.operatorHistory.map((d) => d.result),
       ['rejected', 'rejected', 'rejected', 'rejected', 'rejected', 'accepted'],
@@ -292,15 +283,12 @@ describe('event workflow (time-skipping server, real PostgreSQL)', function () {
     const conv = uniqueId('c');
     fake.next('accept-then-drop');
     const event = sandboxEvent({ conversationId: conv, messageId: 'm1', target: 'sandbox-blind' });
-    const { stillHeld } = await run(async () => {
-      const handle = await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event);
-      await waitForState(handle, 'held');
-      await env.sleep('30 hours');
-      const stillHeld = await handle.query(statusQuery);
-      await handle.signal(resolveSignal, { action: 'discard', operator: 'carol', reason: 'done' });
-      await handle.result();
-      return { stillHeld };
-    });
+    const handle = await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event);
+    await waitForState(handle, 'held');
+    await env.sleep('30 hours');
+    const stillHeld = await handle.query(statusQuery);
+    await decide(handle, alice, 'resolve', { action: 'discard', reason: 'done' });
+    await handle.result();
     assert.equal(stillHeld.state, 'held');
     const reminders = alerts.filter((a) => a.kind === 'reminder' && a.workflowId === event.workflowId);
     // 15 min, 1 h, 4 h, then every 4 h: at least 7 reminders in 30 hours, with rising levels.
@@ -322,12 +310,7 @@ describe('event workflow (time-skipping server, real PostgreSQL)', function () {
     await waitForState(handle, 'held');
     await env.sleep('2 hours');
     assert.equal((await handle.query(statusQuery)).state, 'held');
-    await handle.signal(resolveSignal, {
-      action: 'mark-sent',
-      operator: 'alice',
-      reason: 'seen',
-      externalId: 'x9',
-    });
+    await decide(handle, alice, 'resolve', { action: 'mark-sent', reason: 'seen', externalId: 'x9' });
     assert.equal((await handle.result()).state, 'succeeded');
     assert.equal(alerts.length, 0);
   });

@@ -5,8 +5,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { httpResponder } from '../../src/responders/http';
-import { reprocessSignal } from '../../workflows/messages';
+
 import { FakeTarget } from '../helpers/fake-target';
+import { operatorDecides } from '../helpers/operators';
 import { timeSkipping } from '../helpers/servers';
 import { sandboxEvent, startTestWorker, testConfig, uniqueId } from '../helpers/system';
 import { effectRows, startEvent, waitForState } from '../helpers/workflows';
@@ -103,7 +104,7 @@ describe('HTTP responder through the event workflow (time-skipping server)', fun
     assert.equal(row.status, 'failed');
 
     responder.refuse(undefined);
-    await handle.signal(reprocessSignal, { operator: 'alice', reason: 'gateway key rotated' });
+    await operatorDecides(handle, 'reprocess', { reason: 'gateway key rotated' });
     assert.equal((await handle.result()).state, 'succeeded');
     assert.deepEqual(
       fake.deliveredTo(conv).map((d) => d.text),

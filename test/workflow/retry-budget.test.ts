@@ -3,34 +3,28 @@
 // reprocess into a second reply.
 import assert from 'node:assert/strict';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { createEffectsRepository, type EffectsRepository } from '../../src/db/effects';
 import type { Pool } from '../../src/db/pool';
 import { FakeTarget } from '../helpers/fake-target';
 import { database, timeSkipping } from '../helpers/servers';
 import { FAST_POLICY, sandboxEvent, startTestWorker, testConfig, uniqueId } from '../helpers/system';
 import { effectRows, startEvent, waitForState } from '../helpers/workflows';
 
-/** A pool whose next write of an `unknown` result fails, as if the worker died before recording it. */
-function poolLosingTheUnknownRecord(pool: Pool): Pool {
-  let armed = true;
-  return new Proxy(pool, {
-    get(target, prop, receiver) {
-      if (prop === 'query') {
-        return (text: unknown, ...rest: unknown[]) => {
-          if (
-            armed &&
-            typeof text === 'string' &&
-            text.includes("status = 'unknown', lease_expires_at = now()")
-          ) {
-            armed = false;
-            return Promise.reject(new Error('connection terminated'));
-          }
-          return (target.query as (...a: unknown[]) => unknown)(text, ...rest);
-        };
+/** Effects whose next `settleUnknown` fails, as if the worker died before recording the outcome. */
+function effectsLosingTheUnknownRecord(pool: Pool): EffectsRepository & { fired: boolean } {
+  const effects = createEffectsRepository(pool);
+  const losing = {
+    ...effects,
+    fired: false,
+    async settle(...args: Parameters<EffectsRepository['settle']>) {
+      if (!losing.fired && args[2].step === 'settleUnknown') {
+        losing.fired = true;
+        throw new Error('connection terminated');
       }
-      const value = Reflect.get(target, prop, receiver);
-      return typeof value === 'function' ? value.bind(target) : value;
+      return effects.settle(...args);
     },
-  });
+  };
+  return losing;
 }
 
 describe('retry budget spent on an unknown outcome (time-skipping server)', function () {
@@ -38,16 +32,17 @@ describe('retry budget spent on an unknown outcome (time-skipping server)', func
   let env: TestWorkflowEnvironment;
   let fake: FakeTarget;
   let worker: { stop(): Promise<void> };
+  let effects: ReturnType<typeof effectsLosingTheUnknownRecord>;
   const config = testConfig();
 
   before(async () => {
     env = await timeSkipping();
     fake = await new FakeTarget().start();
-    const { pool } = await database();
+    effects = effectsLosingTheUnknownRecord((await database()).pool);
     worker = await startTestWorker({
       address: env.address,
       config: { ...config, SANDBOX_API_URL: fake.url },
-      deps: { pool: poolLosingTheUnknownRecord(pool), policy: { ...FAST_POLICY, maxAttempts: 1 } },
+      deps: { effects, policy: { ...FAST_POLICY, maxAttempts: 1 } },
     });
   });
   after(async () => {
@@ -55,7 +50,7 @@ describe('retry budget spent on an unknown outcome (time-skipping server)', func
     await fake?.stop();
   });
 
-  it('holds the effect instead of failing it', async () => {
+  it('holds, not fails, an effect whose only attempt wrote and died before recording the outcome', async () => {
     const conv = uniqueId('c');
     fake.next('accept-then-drop');
     const handle = await startEvent(
@@ -64,6 +59,13 @@ describe('retry budget spent on an unknown outcome (time-skipping server)', func
       sandboxEvent({ conversationId: conv, messageId: 'm1', target: 'sandbox-blind' }),
     );
     const held = await waitForState(handle, 'held');
+    assert.ok(effects.fired, 'the attempt failed to record its unknown outcome');
+    // Only the lost record leads here: the activity failed, its budget was spent, and the row still
+    // said `sending`. An attempt that recorded its outcome would hold with the target's own error.
+    assert.match(
+      held.lastError ?? '',
+      /^retry budget spent while the last attempt's outcome is unknown: connection terminated/,
+    );
     assert.equal(held.lastErrorClass, 'unknown');
     assert.match(held.recommendedAction ?? '', /mark-sent .* or resend \(needs approval\)/);
     const [row] = await effectRows(`chat:sandbox:${conv}:m1:answer`);

@@ -83,7 +83,11 @@ describe('GitHub provider', () => {
 
   describe('normalisation', () => {
     it('answers ping with pong and starts nothing', async () => {
-      const ping = JSON.stringify({ zen: 'Keep it logically awesome.', hook_id: 12345678 });
+      const ping = JSON.stringify({
+        zen: 'Keep it logically awesome.',
+        hook_id: 12345678,
+        hook: { type: 'Repository', id: 12345678, events: ['issues'] },
+      });
       assert.deepEqual(await parse(ping, { event: 'ping' }), {
         kind: 'answer',
         status: 200,
@@ -115,9 +119,16 @@ describe('GitHub provider', () => {
     });
 
     it('names an event without an action by its event header alone, and asks for no reply', async () => {
-      const [event] = eventsOf(await parse(JSON.stringify({ ref: 'refs/heads/main' }), { event: 'push' }));
+      const push = JSON.stringify({ ref: 'refs/heads/main', commits: [] });
+      const [event] = eventsOf(await parse(push, { event: 'push' }));
       assert.equal(event!.eventType, 'push');
       assert.equal(event!.replyTo, undefined);
+    });
+
+    it('accepts event names with digits (projects_v2_item)', async () => {
+      const item = JSON.stringify({ action: 'created', projects_v2_item: { id: 1, node_id: 'PVTI_1' } });
+      const [event] = eventsOf(await parse(item, { event: 'projects_v2_item' }));
+      assert.equal(event!.eventType, 'projects_v2_item.created');
     });
 
     it('records other issue actions without asking for a reply', async () => {
@@ -135,7 +146,7 @@ describe('GitHub provider', () => {
       };
       const ctx = requestContext(form, headers);
       await verifyGitHubRequest(SECRET, ctx);
-      const [event] = eventsOf(provider.parse(ctx));
+      const [event] = eventsOf(await provider.parse(ctx));
       assert.equal(event!.replyTo?.destination.issueNumber, '7');
     });
   });
@@ -168,6 +179,20 @@ describe('GitHub provider', () => {
 
     it('rejects a body that is not JSON', async () => {
       await rejects(parse('opening hours'), ['']);
+    });
+
+    it('rejects a body whose shape contradicts X-GitHub-Event (a pull request labelled issues)', async () => {
+      const pullRequest = JSON.stringify({
+        action: 'opened',
+        number: 7,
+        pull_request: { title: 'opening hours' },
+      });
+      await rejects(parse(pullRequest, { event: 'issues' }), ['issue']);
+    });
+
+    it('rejects an event name GitHub does not use (upper case, punctuation)', async () => {
+      for (const event of ['Issues', 'issues.opened', 'issues opened', '__proto__x'.replace('x', '-')])
+        await rejects(parse(issueOpened, { event }), ['headers.x-github-event']);
     });
   });
 });

@@ -201,6 +201,10 @@ describe('LINE provider', () => {
       rejects(bodyOf(textMessage({ timestamp: 'yesterday' })), ['events.0.timestamp']);
     });
 
+    it('rejects a timestamp past the last date (9007199254740991), instead of failing on it', () => {
+      rejects(bodyOf(textMessage({ timestamp: Number.MAX_SAFE_INTEGER })), ['events.0.timestamp']);
+    });
+
     it('rejects a body that is not JSON', () => {
       rejects('opening hours', ['']);
     });

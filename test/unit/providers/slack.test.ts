@@ -181,6 +181,26 @@ describe('Slack provider', () => {
     }
   });
 
+  describe('deliveries that carry no event (acknowledged, nothing started)', () => {
+    it('acknowledges app_rate_limited, which Slack sends when it stops delivering for a minute', () => {
+      const notice = {
+        token: 't',
+        type: 'app_rate_limited',
+        team_id: 'T123',
+        minute_rate_limited: 1518467820,
+        api_app_id: 'A1',
+      };
+      assert.deepEqual(parse(JSON.stringify(notice)), { kind: 'ignored', reason: 'app_rate_limited' });
+    });
+
+    it('acknowledges an envelope type Slack adds later', () => {
+      assert.deepEqual(parse(JSON.stringify({ type: 'app_future_notice', team_id: 'T1' })), {
+        kind: 'ignored',
+        reason: 'unknown_envelope_type',
+      });
+    });
+  });
+
   describe('malformed bodies (400, no echo of the payload)', () => {
     const rejects = (body: string, paths: string[]) =>
       assert.throws(
@@ -203,8 +223,12 @@ describe('Slack provider', () => {
       rejects(callback(userMessage, { event_id: 'Ev 1/../x' }), ['event_id']);
     });
 
-    it('rejects envelope types other than event_callback and url_verification', () => {
-      rejects(JSON.stringify({ type: 'app_rate_limited', team_id: 'T123', text: 'opening hours' }), ['type']);
+    it('rejects an envelope without a type', () => {
+      rejects(JSON.stringify({ team_id: 'T123', text: 'opening hours' }), ['type']);
+    });
+
+    it('rejects an event_time past the last date (9007199254740991), instead of failing on it', () => {
+      rejects(callback(userMessage, { event_time: Number.MAX_SAFE_INTEGER }), ['event_time']);
     });
 
     it('rejects a body that is not JSON', () => {

@@ -130,6 +130,39 @@ describe('Standard Webhooks provider', () => {
       assert.notEqual(orders!.workflowId, shipping!.workflowId);
     });
 
+    const shapes: [string, unknown, string][] = [
+      ['without type, timestamp or data', { note: 'leave at the door' }, 'unknown'],
+      [
+        'with a numeric timestamp',
+        { type: 'user.created', timestamp: 1654012591835, data: { id: 'u1' } },
+        'user.created',
+      ],
+      [
+        'with created_at instead of timestamp',
+        { type: 'email.sent', created_at: '2024-02-22T23:41:12Z', data: {} },
+        'email.sent',
+      ],
+      ['that is an array', [{ type: 'a' }, { type: 'b' }], 'unknown'],
+    ];
+    for (const [shape, value, eventType] of shapes) {
+      it(`accepts a verified body ${shape} (the spec only recommends the envelope)`, () => {
+        const [event] = eventsOf(parse('orders', 'msg_s', JSON.stringify(value)));
+        assert.equal(event!.workflowId, 'webhook:std.orders:msg_s');
+        assert.equal(event!.eventType, eventType);
+        assert.deepEqual(event!.payload, value);
+      });
+    }
+
+    for (const source of ['__proto__', 'constructor', 'toString', 'hasOwnProperty']) {
+      it(`answers a source named ${source} as unknown (401), not with Object's member`, () => {
+        const body = JSON.stringify({ type: 'x' });
+        assert.throws(
+          () => provider.verify(fromSource(source, body, signed(ORDERS_SECRET, 'msg_p', body, new Date()))),
+          WebhookVerificationError,
+        );
+      });
+    }
+
     it('leaves occurredAt unset when the payload timestamp is not a date', () => {
       const [event] = eventsOf(
         parse('orders', 'msg_3', orderPaid.replace('2026-11-30T10:00:00.000Z', 'soon')),
@@ -153,11 +186,9 @@ describe('Standard Webhooks provider', () => {
       rejects(() => parse('msg 1/..', orderPaid), ['headers.webhook-id']);
     });
 
-    it('rejects a body without type, timestamp and data', () => {
-      rejects(
-        () => parse('msg_4', JSON.stringify({ note: 'leave at the door' })),
-        ['data', 'timestamp', 'type'],
-      );
+    it('rejects a body nested deeper than any real payload, before it reaches Temporal', () => {
+      const deep = `${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}`;
+      rejects(() => parse('msg_6', deep), ['']);
     });
 
     it('rejects a body that is not JSON', () => {

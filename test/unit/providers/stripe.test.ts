@@ -138,7 +138,30 @@ describe('Stripe provider', () => {
     });
   });
 
+  it('reads a thin event from an event destination (created as ISO 8601, related_object)', () => {
+    const thin = JSON.stringify({
+      id: 'evt_test_65R9Ijk8ZbeEM5RBHJ16R9Ijk8ZbeEM5RBHJ16',
+      object: 'v2.core.event',
+      type: 'v1.billing.meter.error_report_triggered',
+      livemode: false,
+      created: '2024-09-17T06:20:52.246Z',
+      related_object: {
+        id: 'mtr_test_61R9IjKD',
+        type: 'billing.meter',
+        url: '/v1/billing/meters/mtr_test_61R9IjKD',
+      },
+    });
+    const [event] = eventsOf(parse(thin));
+    assert.equal(event!.eventType, 'v1.billing.meter.error_report_triggered');
+    assert.equal(event!.occurredAt, '2024-09-17T06:20:52.246Z');
+    assert.equal(event!.conversation?.id, 'billing.meter:mtr_test_61R9IjKD');
+  });
+
   describe('malformed bodies (400, no echo of the payload)', () => {
+    it('rejects a created past the last date (9007199254740991)', () => {
+      rejects(paymentSucceeded.replace('1700000000', String(Number.MAX_SAFE_INTEGER)), ['created']);
+    });
+
     const rejects = (body: string, paths: string[]) =>
       assert.throws(
         () => parse(body),

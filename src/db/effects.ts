@@ -1,0 +1,384 @@
+// The effects table's one owner: every change of an effect row's status happens here, through a step
+// named as model/send.pml names it, and only from the statuses its entry in EFFECT_STEPS allows.
+// Everything else reads rows; nothing else writes `status`. The activities (activities/send.ts,
+// activities/effects.ts) turn what these steps report into Temporal outcomes.
+import type { ClaimInput, EffectStatus } from '../model';
+import type { Pool } from './pool';
+
+/**
+ * The allowed transitions, one row per step. `succeeded` is evidence and may land late from any open
+ * status. `failed` never overwrites `sending`: a spent retry budget says nothing about whether the
+ * last attempt reached the target, and `prepareResend` must still see that its outcome is unknown.
+ */
+export const EFFECT_STEPS = {
+  /** A send attempt marks the row `sending` under its lease (`sending`/`unknown` only when resend-safe). */
+  takeLease: { from: ['claimed', 'retry_wait', 'sending', 'unknown'], to: 'sending' },
+  /** An earlier attempt's lease expired without a result, and the target does not dedupe: it may have sent. */
+  judgeUnknown: { from: ['sending'], to: 'unknown' },
+  /** The lease owner records what the target's answer proves (a retry, a refusal, or an unknown outcome). */
+  settleRetry: { from: ['sending'], to: 'retry_wait' },
+  settleFailed: { from: ['sending'], to: 'failed' },
+  settleUnknown: { from: ['sending'], to: 'unknown' },
+  /** The target has it: the send's answer, a lookup, or an operator's mark-sent. */
+  recordSuccess: { from: ['claimed', 'sending', 'retry_wait', 'unknown', 'held', 'failed'], to: 'succeeded' },
+  /** Nobody can tell whether it was sent: people decide. */
+  hold: { from: ['sending', 'unknown'], to: 'held' },
+  /** Known not sent and not sendable for now (responder down, retry budget spent on known failures). */
+  fail: { from: ['claimed', 'retry_wait', 'failed'], to: 'failed' },
+  /** An operator's discard. */
+  discard: { from: ['held', 'failed', 'unknown', 'sending'], to: 'discarded' },
+  /** An approved resend or a reprocess, once no attempt holds the lease and none took one since it was read. */
+  moveToRetry: { from: ['held', 'failed', 'unknown', 'sending', 'retry_wait'], to: 'retry_wait' },
+} as const satisfies Record<string, { from: readonly EffectStatus[]; to: EffectStatus }>;
+
+export type EffectStep = keyof typeof EFFECT_STEPS;
+
+/** What `takeLease` found: a lease to send under, or why this attempt must not send. */
+export type LeaseResult =
+  | { kind: 'lease'; token: number; expiresAt: Date }
+  | { kind: 'succeeded'; externalId: string; attempts: number }
+  | { kind: 'unknown'; reason: string; leaseExpiresAt: Date; attempts: number }
+  | { kind: 'lease-held'; leftMs: number }
+  | { kind: 'not-sendable'; status: EffectStatus }
+  | { kind: 'missing' };
+
+/** What a lease owner learnt from the target, to record with `settle`. */
+export type Settlement =
+  | { step: 'settleRetry'; delayMs: number; errorClass: string; error: string }
+  | { step: 'settleFailed'; error: string }
+  | { step: 'settleUnknown'; error: string };
+
+/** A recorded change: which target, and how old the effect was (for the outcome metrics). */
+export interface Recorded {
+  target: string;
+  ageSeconds: number;
+}
+
+/** The row as a resend sees it before deciding (prepareResend). */
+export interface ResendView {
+  status: EffectStatus;
+  externalId: string | null;
+  leaseExpiresAt: Date | null;
+  leaseAttempt: number | null;
+  createdAt: Date;
+  /** An attempt holds a live lease. */
+  leased: boolean;
+  /** The lease ended at least the target's consistency delay ago (or there never was one). */
+  settled: boolean;
+}
+
+export type ClaimOutcome =
+  | { kind: 'inserted' }
+  | { kind: 'existing'; effectId: string; status: EffectStatus; workflowId: string };
+
+const AGE = `EXTRACT(EPOCH FROM now() - created_at)::float8 AS age_seconds`;
+/** Statuses that hold a conversation's later sends back: the send has not been settled yet. */
+const PENDING = `('claimed', 'sending', 'retry_wait', 'unknown')`;
+
+export type EffectsRepository = ReturnType<typeof createEffectsRepository>;
+
+export function createEffectsRepository(pool: Pool) {
+  /**
+   * Moves one row by `step` when its status allows it (and `guard` holds), setting `set` as well.
+   * @returns the recorded change, or undefined when the row was not in a status the step starts from.
+   */
+  async function move(
+    effectId: string,
+    step: EffectStep,
+    set: string,
+    values: unknown[] = [],
+    guard = '',
+  ): Promise<Recorded | undefined> {
+    const { from, to } = EFFECT_STEPS[step];
+    const { rows } = await pool.query<{ target: string; age_seconds: number }>(
+      `UPDATE effects SET status = '${to}', ${set ? `${set}, ` : ''}updated_at = now()
+        WHERE id = $1 AND status = ANY($2::text[]) ${guard}
+        RETURNING target, ${AGE}`,
+      [effectId, from, ...values],
+    );
+    return rows[0] && { target: rows[0].target, ageSeconds: rows[0].age_seconds };
+  }
+
+  return {
+    /** Inserts the effect under its business key, or reports the row that already holds the key. */
+    async claim(input: ClaimInput): Promise<ClaimOutcome> {
+      const inserted = await pool.query(
+        `INSERT INTO effects (id, target, business_key, step, step_index, integration, conversation_id, status,
+                              workflow_id, correlation_id, conversation_key, order_key)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, 'claimed', $8, $9, $10, $11)
+         ON CONFLICT (target, business_key) DO NOTHING`,
+        [
+          input.effectId,
+          input.step.target,
+          input.businessKey,
+          input.step.name,
+          input.stepIndex,
+          input.integration,
+          input.conversationId ?? null,
+          input.workflowId,
+          input.correlationId,
+          input.order?.conversationKey ?? null,
+          input.order?.orderKey ?? null,
+        ],
+      );
+      if (inserted.rowCount === 1) return { kind: 'inserted' };
+      const { rows } = await pool.query<{ id: string; status: EffectStatus; workflow_id: string }>(
+        'SELECT id, status, workflow_id FROM effects WHERE target = $1 AND business_key = $2',
+        [input.step.target, input.businessKey],
+      );
+      const owner = rows[0]!;
+      return { kind: 'existing', effectId: owner.id, status: owner.status, workflowId: owner.workflow_id };
+    },
+
+    /**
+     * In one transaction with the row locked: marks it `sending` under a new lease (its token is the
+     * row's attempt counter, its expiry `leaseMs` from now on PostgreSQL's clock), or says why this
+     * attempt must not send. `resendSafe(attempt)`: whether that earlier attempt carried an
+     * idempotency key the target dedupes on. An expired lease on a target that does not dedupe is
+     * judged `unknown` here.
+     */
+    async takeLease(
+      effectId: string,
+      leaseMs: number,
+      resendSafe: (attempt: number) => boolean,
+    ): Promise<LeaseResult> {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        const { rows } = await client.query<{
+          status: EffectStatus;
+          attempts: number;
+          external_id: string | null;
+          leased: boolean;
+          lease_expires_at: Date | null;
+        }>(
+          'SELECT status, attempts, external_id, lease_expires_at, lease_expires_at > now() AS leased FROM effects WHERE id = $1 FOR UPDATE',
+          [effectId],
+        );
+        const row = rows[0];
+        if (!row) {
+          await client.query('ROLLBACK');
+          return { kind: 'missing' };
+        }
+        const unknown = (reason: string): LeaseResult => ({
+          kind: 'unknown',
+          reason,
+          leaseExpiresAt: row.lease_expires_at ?? new Date(),
+          attempts: row.attempts,
+        });
+        switch (row.status) {
+          case 'succeeded':
+            await client.query('COMMIT');
+            return { kind: 'succeeded', externalId: row.external_id ?? '', attempts: row.attempts };
+          case 'sending':
+            if (row.leased) {
+              // A previous attempt may still be running (a stalled worker): wait for its lease to end.
+              await client.query('ROLLBACK');
+              return {
+                kind: 'lease-held',
+                leftMs: Math.max((row.lease_expires_at?.getTime() ?? Date.now()) - Date.now(), 0),
+              };
+            }
+            if (!resendSafe(row.attempts)) {
+              // The earlier attempt may have reached the target: its outcome is unknown.
+              await client.query(
+                `UPDATE effects SET status = '${EFFECT_STEPS.judgeUnknown.to}', updated_at = now() WHERE id = $1`,
+                [effectId],
+              );
+              await client.query('COMMIT');
+              return unknown('an earlier attempt ended without recording its result: it may have been sent');
+            }
+            break;
+          case 'unknown':
+            if (!resendSafe(row.attempts)) {
+              await client.query('COMMIT');
+              return unknown('the outcome of an earlier attempt is unknown');
+            }
+            break;
+          case 'claimed':
+          case 'retry_wait':
+            break;
+          default:
+            await client.query('ROLLBACK');
+            return { kind: 'not-sendable', status: row.status };
+        }
+        const taken = await client.query<{ attempts: number; lease_expires_at: Date }>(
+          `UPDATE effects SET status = '${EFFECT_STEPS.takeLease.to}', attempts = attempts + 1, lease_attempt = attempts + 1,
+                  lease_expires_at = now() + $2 * interval '1 millisecond', next_attempt_at = NULL, updated_at = now()
+            WHERE id = $1 RETURNING attempts, lease_expires_at`,
+          [effectId, leaseMs],
+        );
+        await client.query('COMMIT');
+        return { kind: 'lease', token: taken.rows[0]!.attempts, expiresAt: taken.rows[0]!.lease_expires_at };
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw err;
+      } finally {
+        client.release();
+      }
+    },
+
+    /** Checks the lease: ms left on PostgreSQL's clock, or 0 when this attempt no longer owns it. */
+    async leaseLeft(effectId: string, token: number): Promise<number> {
+      const { rows } = await pool.query<{ left_ms: number }>(
+        `SELECT EXTRACT(EPOCH FROM (lease_expires_at - now())) * 1000 AS left_ms FROM effects
+          WHERE id = $1 AND status = 'sending' AND lease_attempt = $2`,
+        [effectId, token],
+      );
+      return Math.max(0, Number(rows[0]?.left_ms ?? 0));
+    },
+
+    /** The lease owner records the target's answer and ends its lease; a no-op once it lost the lease. */
+    async settle(effectId: string, token: number, settlement: Settlement): Promise<void> {
+      const guard = 'AND lease_attempt = $3';
+      switch (settlement.step) {
+        case 'settleRetry':
+          await move(
+            effectId,
+            'settleRetry',
+            `lease_expires_at = now(), next_attempt_at = now() + $4 * interval '1 millisecond',
+             last_error_class = $5, last_error = $6`,
+            [token, settlement.delayMs, settlement.errorClass, settlement.error],
+            guard,
+          );
+          return;
+        case 'settleFailed':
+          await move(
+            effectId,
+            'settleFailed',
+            `lease_expires_at = now(), last_error_class = 'permanent', last_error = $4`,
+            [token, settlement.error],
+            guard,
+          );
+          return;
+        case 'settleUnknown':
+          await move(
+            effectId,
+            'settleUnknown',
+            `lease_expires_at = now(), last_error_class = 'unknown', last_error = $4`,
+            [token, settlement.error],
+            guard,
+          );
+          return;
+      }
+    },
+
+    /**
+     * Records that the target has the effect, with its id, whatever happened to the lease meanwhile:
+     * it is evidence, never a reason to send. The one place a row becomes `succeeded`.
+     */
+    recordSuccess(effectId: string, externalId: string): Promise<Recorded | undefined> {
+      return move(
+        effectId,
+        'recordSuccess',
+        'external_id = $3, completed_at = now(), lease_expires_at = now()',
+        [externalId],
+      );
+    },
+
+    /** Unknown and not found: held for people. */
+    hold(effectId: string, errorClass: string, error: string): Promise<Recorded | undefined> {
+      return move(effectId, 'hold', 'last_error_class = $3, last_error = $4, lease_expires_at = now()', [
+        errorClass,
+        error,
+      ]);
+    },
+
+    fail(effectId: string, errorClass: string, error: string): Promise<Recorded | undefined> {
+      return move(effectId, 'fail', 'last_error_class = $3, last_error = $4', [errorClass, error]);
+    },
+
+    discard(effectId: string): Promise<Recorded | undefined> {
+      return move(effectId, 'discard', 'completed_at = now()');
+    },
+
+    /** Before a resend: the row, with whether a lease is live and whether a lookup can now be exact. */
+    async readForResend(effectId: string, consistencyDelayMs: number): Promise<ResendView | undefined> {
+      const { rows } = await pool.query<{
+        status: EffectStatus;
+        external_id: string | null;
+        leased: boolean;
+        settled: boolean;
+        lease_expires_at: Date | null;
+        lease_attempt: number | null;
+        created_at: Date;
+      }>(
+        `SELECT status, external_id, lease_expires_at, lease_expires_at > now() AS leased, lease_attempt, created_at,
+                COALESCE(lease_expires_at + $2 * interval '1 millisecond' <= now(), true) AS settled
+           FROM effects WHERE id = $1`,
+        [effectId, consistencyDelayMs],
+      );
+      const row = rows[0];
+      return (
+        row && {
+          status: row.status,
+          externalId: row.external_id,
+          leaseExpiresAt: row.lease_expires_at,
+          leaseAttempt: row.lease_attempt,
+          createdAt: row.created_at,
+          leased: row.leased,
+          settled: row.settled,
+        }
+      );
+    },
+
+    /**
+     * Moves the row back to `retry_wait` for a resend, only if no attempt holds the lease and none
+     * took one since the row was read (`leaseAttempt` as read).
+     * @returns whether it moved.
+     */
+    async moveToRetry(effectId: string, leaseAttempt: number | null): Promise<boolean> {
+      const moved = await move(
+        effectId,
+        'moveToRetry',
+        '',
+        [leaseAttempt],
+        'AND (lease_expires_at IS NULL OR lease_expires_at <= now()) AND lease_attempt IS NOT DISTINCT FROM $3',
+      );
+      return moved !== undefined;
+    },
+
+    /** How many earlier sends of the effect's conversation are still pending (0: its turn, or not ordered). */
+    async earlierPending(effectId: string): Promise<number> {
+      const { rows } = await pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM effects me JOIN effects e ON e.conversation_key = me.conversation_key
+          WHERE me.id = $1 AND e.status IN ${PENDING} AND (e.order_key, e.id) < (me.order_key, me.id)`,
+        [effectId],
+      );
+      return rows[0]?.n ?? 0;
+    },
+
+    /**
+     * Once this effect no longer holds its conversation back: the workflow of the conversation's
+     * earliest pending send, when that one is still waiting (claimed) and not this effect's own.
+     */
+    async nextInLine(effectId: string): Promise<string | undefined> {
+      const { rows } = await pool.query<{ workflow_id: string; status: EffectStatus; mine: string }>(
+        `SELECT e.workflow_id, e.status, me.workflow_id AS mine
+           FROM effects me JOIN effects e ON e.conversation_key = me.conversation_key
+          WHERE me.id = $1 AND e.status IN ${PENDING}
+          ORDER BY e.order_key, e.id LIMIT 1`,
+        [effectId],
+      );
+      const next = rows[0];
+      return next?.status === 'claimed' && next.workflow_id !== next.mine ? next.workflow_id : undefined;
+    },
+
+    /** When the effect was claimed: lookups scan the target's history from there. */
+    async claimedAt(effectId: string): Promise<Date | undefined> {
+      const { rows } = await pool.query<{ created_at: Date }>(
+        'SELECT created_at FROM effects WHERE id = $1',
+        [effectId],
+      );
+      return rows[0]?.created_at;
+    },
+
+    async status(effectId: string): Promise<EffectStatus | undefined> {
+      const { rows } = await pool.query<{ status: EffectStatus }>(
+        'SELECT status FROM effects WHERE id = $1',
+        [effectId],
+      );
+      return rows[0]?.status;
+    },
+  };
+}

@@ -1,0 +1,52 @@
+// The names of the failures that cross Temporal (an ApplicationFailure's `type`), typed once: the code
+// that throws them and the retry policies that list them both use these constants, so a policy can
+// never name a failure nothing throws. Safe in the workflow sandbox (no Node built-ins).
+import { ActivityFailure } from '@temporalio/common';
+
+export const Failure = {
+  /** A retryable send error (429, 503, connection refused, or an unknown outcome on a keyed target). */
+  RetryableTarget: 'RetryableTargetError',
+  /** An earlier send attempt still holds the effect's lease: retried after it. */
+  LeaseHeld: 'LeaseHeldError',
+  /** The attempt's lease ran out before the request was written: nothing sent, retried. */
+  LeaseExpired: 'LeaseExpiredError',
+  /** The effect row is gone. Not retried. */
+  EffectMissing: 'EffectMissingError',
+  /** The effect is held, failed or discarded: no attempt may send it. Not retried. */
+  EffectNotSendable: 'EffectNotSendableError',
+  /** A route or step names a target that is not configured. Not retried. */
+  UnknownTarget: 'UnknownTargetError',
+  /** A matching route needs a field the event lacks. Not retried: the same event always lacks it. */
+  RouteMapping: 'RouteMappingError',
+  /** The responder refused for good (4xx from RESPONDER_URL, no answer to give). Not retried. */
+  PermanentResponder: 'PermanentResponderError',
+  /** The target refused a lookup for good (missing scope, bad token). Not retried. */
+  PermanentLookup: 'PermanentLookupError',
+  /** A workflow input that was not encrypted by a known key: only the receiver starts event workflows. */
+  PayloadRefused: 'PayloadRefusedError',
+  /** The event workflow gave up on failed work nobody reprocessed or discarded in time. */
+  EffectFailed: 'EffectFailed',
+} as const;
+
+export type FailureType = (typeof Failure)[keyof typeof Failure];
+
+/**
+ * The message of anything thrown, followed by its causes' (at most five), joined by ": ": a wrapper
+ * (Temporal's client around the server's answer, ours around a library's error) says what failed,
+ * the cause says why. An activity's failure is described by its cause alone, and a cause that repeats
+ * the message before it is not said twice.
+ */
+export function errorMessage(err: unknown): string {
+  const messages: string[] = [];
+  let e: unknown = err;
+  while (e !== undefined && e !== null && messages.length < 5) {
+    if (e instanceof ActivityFailure && e.cause) {
+      e = e.cause;
+      continue;
+    }
+    const message = e instanceof Error ? e.message : String(e);
+    if (message && message !== messages.at(-1)) messages.push(message);
+    e = e instanceof Error ? e.cause : undefined;
+  }
+  return messages.join(': ') || String(err);
+}

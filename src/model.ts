@@ -1,0 +1,155 @@
+// The domain model every layer shares: what an event asks for (plans, steps, effects), what a target
+// promises, and the states an effect row moves through. Types and constants only, with no imports
+// from above: the workflow, the activities, the targets and the routes all build on this file.
+import type { TransitionRequest } from './conversations';
+
+/** What a target promises; the workflow picks the unknown-outcome path from it. */
+export interface TargetCapabilities {
+  /** The target de-duplicates on our idempotency key, so a resend with the same key is safe. */
+  idempotencyKey: boolean;
+  /** The target can tell whether our effect already happened (by effect id or reference). */
+  lookup: boolean;
+  /** How long a committed effect may stay invisible to lookup. */
+  consistencyDelayMs: number;
+}
+
+/** How a target adapter classifies a failed request (docs/targets.md). */
+export type ErrorClass = 'retryable' | 'permanent' | 'unknown';
+
+/** One step of an effect: one request to one target. */
+export interface StepPlan {
+  name: string;
+  target: string;
+  /** Target-specific destination (channel and thread, conversation, URL template values). */
+  destination: Record<string, string>;
+  /** `reply`: the responder writes the text once. `payload`: a body mapped from the event. */
+  content: { kind: 'reply' } | { kind: 'payload'; body: unknown };
+}
+
+/** One business operation that must happen exactly once, keyed by its business key. */
+export interface EffectPlan {
+  integration: string;
+  /** Unique per business operation: chat (channel, conversation, source message, reply kind); order (shop, order, unit, operation). */
+  businessKey: string;
+  conversationId?: string;
+  steps: StepPlan[];
+}
+
+/** Knobs of the protocol that operators may tune per deployment (worker config). */
+export interface DeliveryPolicy {
+  /** Send attempts for retryable errors, and their total time budget. */
+  maxAttempts: number;
+  maxElapsedMs: number;
+  /** The send attempt's lease: its start-to-close timeout. */
+  sendTimeoutMs: number;
+  /** Reminder delays while held; the last one repeats. */
+  reminderScheduleMs: number[];
+  /** How long failed work waits for `reprocess` or `discard` before the workflow closes as failed. */
+  failedParkMs: number;
+  /** A conversation's turns wait this long before the first grant, so late-arriving earlier messages sort first. */
+  turnGatherMs: number;
+}
+
+export interface Plan {
+  effects: EffectPlan[];
+  policy: DeliveryPolicy;
+  /** The built-in FAQ answers in-process (a local activity); a responder service is called as an activity. */
+  responderIsLocal?: boolean;
+  /** What the event asks of its conversation's (or order's) business state; also orders its sends. */
+  transition?: TransitionRequest;
+}
+
+/** `effects.status`: where one effect stands. src/db/effects.ts owns every change of it. */
+export type EffectStatus =
+  | 'claimed'
+  | 'sending'
+  | 'retry_wait'
+  | 'unknown'
+  | 'held'
+  | 'succeeded'
+  | 'failed'
+  | 'discarded';
+
+export interface ClaimInput {
+  effectId: string;
+  workflowId: string;
+  correlationId: string;
+  integration: string;
+  businessKey: string;
+  conversationId?: string;
+  step: StepPlan;
+  stepIndex: number;
+  /** Where the effect stands in its conversation's order of sends (absent: not ordered). */
+  order?: { conversationKey: string; orderKey: string };
+}
+
+export type ClaimResult =
+  | { kind: 'owned'; effectId: string; status: EffectStatus; capabilities: TargetCapabilities }
+  | { kind: 'duplicate'; ownerWorkflowId: string; ownerStatus: EffectStatus };
+
+export interface SendInput {
+  effectId: string;
+  step: StepPlan;
+  /** The prepared reply or mapped body: the same bytes on every attempt. */
+  body: { text?: string; json?: unknown };
+  /**
+   * Send no earlier than this (ISO time): the source message's occurrence plus the gather window, so
+   * that earlier messages delivered a little later are claimed first and go first.
+   */
+  gatherUntil?: string;
+}
+
+/** The workflow of the next send waiting in the conversation, to tell that it is its turn. */
+export type NextInLine = { nextInLine?: string };
+
+export type SendOutcome =
+  | ({ result: 'succeeded'; externalId: string; attempts: number } & NextInLine)
+  | ({ result: 'failed'; errorClass: 'permanent'; error: string; fix: string; attempts: number } & NextInLine)
+  | { result: 'unknown'; reason: string; leaseExpiresAt: string; attempts: number }
+  /** An earlier send of the conversation is still pending: nothing was sent; wait for the turn. */
+  | { result: 'wait'; earlier: number; attempts: number };
+
+export type LookupOutcome = { found: true; externalId: string } | { found: false };
+
+/** What a resend (approved, or a reprocess) may do after re-reading the row and looking it up. */
+export type ResendCheck =
+  | { kind: 'ready' }
+  | { kind: 'already-sent'; externalId: string }
+  | { kind: 'wait'; detail: string };
+
+/**
+ * The sandbox target's three flavours (src/targets/sandbox.ts): the sandbox page and its provider
+ * name one of them per message, so the list lives here, below both.
+ */
+export const SANDBOX_MODES = ['sandbox', 'sandbox-lookup', 'sandbox-blind'] as const;
+export type SandboxMode = (typeof SANDBOX_MODES)[number];
+
+/** One role per kind of decision, so that asking for a resend and approving it stay with different people. */
+export const OPERATOR_ROLES = [
+  'view',
+  'resend',
+  'mark-sent',
+  'discard',
+  'approve',
+  'reprocess',
+  'conversation',
+  'purge',
+] as const;
+export type OperatorRole = (typeof OPERATOR_ROLES)[number];
+
+/**
+ * What a worker's payload codec hands the workflow instead of a payload it refuses (plaintext, or
+ * ciphertext that does not authenticate): only the receiver and replyflow's own servers, which hold
+ * the payload key, may put data in front of a workflow (src/temporal/codec.ts).
+ */
+export interface RefusedPayload {
+  replyflowRefusedPayload: string;
+}
+
+export function isRefusedPayload(value: unknown): value is RefusedPayload {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as Partial<RefusedPayload>).replyflowRefusedPayload === 'string'
+  );
+}

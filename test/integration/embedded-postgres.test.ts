@@ -1,0 +1,166 @@
+// The embedded PostgreSQL: generated passwords kept 0600 under the data dir, an application role that
+// cannot touch the audit log's append-only trigger, and, as root, binaries and data the `postgres`
+// system user can reach wherever the project is cloned (or one clear way out).
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import {
+  type Binaries,
+  EmbeddedPostgresError,
+  packagedBinaries,
+  reachableBinaries,
+  startEmbeddedPostgres,
+  systemUser,
+} from '../../src/embedded/postgres';
+import { database } from '../helpers/servers';
+
+const asRoot = process.getuid?.() === 0;
+
+/** A directory other users can enter (the temp dir's own children are created 0700). */
+function openDir(prefix: string): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
+  chmodSync(dir, 0o755);
+  return dir;
+}
+
+async function refused(url: string, sql: string): Promise<string> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(sql);
+    return 'allowed';
+  } catch (err) {
+    return (err as { code?: string }).code ?? 'refused';
+  } finally {
+    await client.end();
+  }
+}
+
+describe('embedded PostgreSQL', function () {
+  this.timeout(180_000);
+
+  describe("the application's role (the shared test database)", () => {
+    it('is no superuser, and still reads and writes the rows it needs', async () => {
+      const { pool } = await database();
+      const { rows } = await pool.query<{ su: boolean }>(
+        'SELECT rolsuper AS su FROM pg_roles WHERE rolname = current_user',
+      );
+      assert.equal(rows[0]?.su, false);
+      await pool.query(
+        `INSERT INTO audit_log (actor, action, workflow_id, reason, result) VALUES ('test', 'probe', 'wf-probe', 'role check', 'accepted')`,
+      );
+    });
+
+    for (const sql of [
+      'ALTER TABLE audit_log DISABLE TRIGGER audit_log_no_update_delete',
+      'DROP TRIGGER audit_log_no_update_delete ON audit_log',
+      'ALTER TABLE audit_log OWNER TO replyflow',
+      "SET session_replication_role = 'replica'",
+      'UPDATE audit_log SET reason = reason',
+      'CREATE TABLE not_ours (id int)',
+    ]) {
+      it(`may not: ${sql}`, async () => {
+        assert.notEqual(await refused((await database()).url, sql), 'allowed');
+      });
+    }
+  });
+
+  describe('a cluster of its own', () => {
+    let dir: string;
+    before(() => {
+      dir = path.join(openDir('replyflow-pg-own-'), 'data');
+    });
+
+    it('generates its passwords, keeps them 0600 in the data dir, and keeps them across restarts', async () => {
+      const first = await startEmbeddedPostgres({ dir });
+      await first.stop();
+      const file = path.join(dir, 'replyflow-credentials.json');
+      assert.equal(statSync(file).mode & 0o777, 0o600);
+      const stored = JSON.parse(readFileSync(file, 'utf8')) as { admin: string; app: string };
+      assert.ok(stored.admin.length >= 24 && stored.app.length >= 24 && stored.admin !== stored.app);
+      const again = await startEmbeddedPostgres({ dir, ephemeral: true });
+      try {
+        assert.equal(again.url, first.url.replace(/:\d+\//, `:${again.port}/`));
+        assert.equal(decodeURIComponent(new URL(again.adminUrl).password), stored.admin);
+        const admin = new pg.Client({ connectionString: again.adminUrl });
+        await admin.connect();
+        await admin.end();
+        // The password every embedded cluster used to have opens nothing.
+        const legacy = new pg.Client({ connectionString: again.adminUrl.replace(/:[^:@/]+@/, ':postgres@') });
+        await assert.rejects(legacy.connect(), /password authentication failed/);
+        await legacy.end().catch(() => {});
+      } finally {
+        await again.stop();
+      }
+    });
+  });
+
+  it('replaces the fixed password of a cluster initialised before passwords were generated', async () => {
+    const dir = path.join(openDir('replyflow-pg-legacy-'), 'data');
+    const made = await startEmbeddedPostgres({ dir });
+    // What older versions left behind: the superuser with password 'postgres', nothing stored.
+    const admin = new pg.Client({ connectionString: made.adminUrl });
+    await admin.connect();
+    await admin.query("ALTER ROLE postgres PASSWORD 'postgres'");
+    await admin.end();
+    await made.stop();
+    rmSync(path.join(dir, 'replyflow-credentials.json'));
+
+    const adopted = await startEmbeddedPostgres({ dir, ephemeral: true });
+    try {
+      const stored = JSON.parse(readFileSync(path.join(dir, 'replyflow-credentials.json'), 'utf8')) as {
+        admin: string;
+      };
+      assert.notEqual(stored.admin, 'postgres');
+      const legacy = new pg.Client({ connectionString: adopted.adminUrl.replace(/:[^:@/]+@/, ':postgres@') });
+      await assert.rejects(legacy.connect(), /password authentication failed/);
+      await legacy.end().catch(() => {});
+      assert.equal(await refused(adopted.url, 'SELECT 1'), 'allowed');
+    } finally {
+      await adopted.stop();
+    }
+  });
+
+  describe('as root, from a clone other users cannot enter (mode 0700)', () => {
+    it('runs binaries that sit in such a directory from a copy the postgres user can reach', async () => {
+      const closed = mkdtempSync(path.join(os.tmpdir(), 'replyflow-closed-'));
+      chmodSync(closed, 0o700);
+      const native = path.dirname(path.dirname((await packagedBinaries()).postgres));
+      cpSync(native, path.join(closed, 'native'), { recursive: true, verbatimSymlinks: true });
+      const inside: Binaries = {
+        initdb: path.join(closed, 'native', 'bin', 'initdb'),
+        postgres: path.join(closed, 'native', 'bin', 'postgres'),
+      };
+      const runAs = asRoot ? systemUser() : undefined;
+      const usable = reachableBinaries(inside, runAs);
+      if (!runAs) {
+        assert.deepEqual(usable, inside, 'not root: PostgreSQL runs as this user, who can reach them');
+        return;
+      }
+      assert.ok(!usable.postgres.startsWith(closed), usable.postgres);
+      const version = spawnSync(usable.postgres, ['--version'], { ...runAs, encoding: 'utf8' });
+      assert.match(version.stdout, /PostgreSQL/);
+    });
+
+    it('refuses a data dir the postgres user cannot reach with one line that says what to set', async () => {
+      const closed = mkdtempSync(path.join(os.tmpdir(), 'replyflow-closed-'));
+      chmodSync(closed, 0o700);
+      const dir = path.join(closed, 'data');
+      if (!asRoot) {
+        const pg = await startEmbeddedPostgres({ dir, ephemeral: true });
+        await pg.stop();
+        return;
+      }
+      await assert.rejects(startEmbeddedPostgres({ dir }), (err: unknown) => {
+        assert.ok(err instanceof EmbeddedPostgresError);
+        assert.equal(err.message.split('\n').length, 1);
+        assert.match(err.message, /REPLYFLOW_DATA_DIR=/);
+        return true;
+      });
+      assert.equal(existsSync(path.join(dir, 'PG_VERSION')), false, 'no cluster was initialised');
+    });
+  });
+});

@@ -1,0 +1,60 @@
+// What an event costs Temporal, held to the budget docs/benchmarks.md states, from the recorded
+// histories the replay test proves the current code still produces: a change that makes the happy
+// path dearer (another workflow task, activity, signal, timer or upsert) fails here, not in a bill.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { type HistoryCost, historyCost, transactions } from '../helpers/history-cost';
+
+const HISTORIES = path.resolve(__dirname, '..', 'histories');
+const costOf = (name: string): HistoryCost =>
+  historyCost(JSON.parse(readFileSync(path.join(HISTORIES, `${name}.json`), 'utf8')).history);
+
+/** The budget per path (docs/benchmarks.md, "What an event costs"). */
+const BUDGET: Record<string, Partial<HistoryCost> & { transactions: number }> = {
+  // One task admits, claims, answers (the built-in FAQ) and schedules the send; one more finishes.
+  succeeded: {
+    workflowTasks: 2,
+    activityTasks: 1,
+    signalsSent: 0,
+    signalsReceived: 0,
+    timers: 0,
+    starts: 1,
+    // Ours (processing, then succeeded) and the SDK's TemporalChangeVersion for the one patch.
+    upserts: 3,
+    transactions: 4,
+  },
+  duplicate: { workflowTasks: 1, activityTasks: 0, signalsSent: 0, timers: 0, upserts: 2, transactions: 2 },
+  stale: { workflowTasks: 1, activityTasks: 0, signalsSent: 0, timers: 0, upserts: 2, transactions: 2 },
+};
+
+describe('what an event costs Temporal, from recorded histories (docs/benchmarks.md)', () => {
+  for (const [name, budget] of Object.entries(BUDGET)) {
+    it(`keeps the ${name} path within its budget`, () => {
+      const cost = costOf(name);
+      for (const [key, limit] of Object.entries(budget)) {
+        const actual = key === 'transactions' ? transactions(cost) : cost[key as keyof HistoryCost];
+        assert.ok(actual <= limit, `${name}: ${key} ${actual} > budget ${limit}`);
+      }
+    });
+  }
+
+  it('costs a fraction of what it cost before sends were ordered by the effects table', () => {
+    const before = costOf('v3-succeeded');
+    const now = costOf('succeeded');
+    assert.ok(
+      transactions(now) * 2 <= transactions(before),
+      `${transactions(now)} vs ${transactions(before)}`,
+    );
+    assert.ok(now.historyEvents * 2 <= before.historyEvents);
+  });
+
+  it('in a contended conversation, adds one signal and waits without a second workflow', () => {
+    const earlier = costOf('contended-earlier');
+    const later = costOf('contended-later');
+    assert.equal(earlier.signalsSent, 1, 'the earlier send tells the next one');
+    assert.equal(later.signalsReceived, 1);
+    assert.ok(later.activityTasks <= 2, 'one send that found the turn taken, one that sent');
+    assert.ok(transactions(earlier) + transactions(later) <= 14);
+  });
+});

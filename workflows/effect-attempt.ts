@@ -1,0 +1,300 @@
+// One effect of an event, step by step: claim the business key, prepare the body once, send it through
+// the lease-guarded protocol (activities/send.ts, model/send.pml) in its conversation's order, settle
+// an unknown outcome by lookup, and hand held or failed work to the operator desk.
+import { ActivityFailure, ApplicationFailure, log, sleep, uuid4, workflowInfo } from '@temporalio/workflow';
+import { errorMessage, Failure } from '../src/failures';
+import type { EffectPlan, Plan, SendInput, SendOutcome, StepPlan } from '../src/model';
+import type { InboundEvent } from '../src/providers/types';
+import { localResponder, lookups, records, responder, type Sender, sender } from './activity-stubs';
+import type { Ordering } from './conversation-line';
+import type { EffectContext } from './effect-context';
+import type { ReplyState } from './messages';
+import type { OperatorDesk } from './operator-desk';
+import type { RunView } from './run-view';
+
+type Sent = { kind: 'succeeded'; externalId: string } | { kind: 'held' | 'failed' };
+type Settled = Exclude<SendOutcome, { result: 'wait' }>;
+
+export class EffectAttempt {
+  /**
+   * @param oneTaskSends runs started since sends were ordered by the effects table: the built-in
+   * responder runs in the workflow task, the conversation's order and gather window are kept by the
+   * send activity, and search attributes change once per task. Runs started before keep their way.
+   */
+  constructor(
+    private readonly event: InboundEvent,
+    private readonly plan: Plan,
+    private readonly run: RunView,
+    private readonly desk: OperatorDesk,
+    private readonly ordering: Ordering,
+    private readonly bookkeeping: typeof records,
+    private readonly oneTaskSends: boolean,
+  ) {}
+
+  /** Runs the steps of one effect in order; completed steps are never redone. */
+  async runEffect(effect: EffectPlan, policy: EffectContext['policy']): Promise<ReplyState> {
+    this.run.showEffect(effect);
+    for (const [index, step] of effect.steps.entries()) {
+      const outcome = await this.runStep(effect, step, index, policy);
+      if (outcome !== 'succeeded') return outcome;
+    }
+    return 'succeeded';
+  }
+
+  private async runStep(
+    effect: EffectPlan,
+    step: StepPlan,
+    stepIndex: number,
+    policy: EffectContext['policy'],
+  ): Promise<ReplyState> {
+    const businessKey = effect.steps.length > 1 ? `${effect.businessKey}#${step.name}` : effect.businessKey;
+    const { details } = this.run;
+    details.step = step.name;
+    const { transition } = this.plan;
+    // Claim the business key. A conflict is not "done": the owner's row decides.
+    const claim = await this.bookkeeping.claimEffect({
+      effectId: uuid4(),
+      workflowId: workflowInfo().workflowId,
+      correlationId: this.event.correlationId,
+      integration: effect.integration,
+      businessKey,
+      conversationId: effect.conversationId,
+      step,
+      stepIndex,
+      ...(this.oneTaskSends && transition
+        ? { order: { conversationKey: transition.conversationKey, orderKey: transition.orderKey } }
+        : {}),
+    });
+    if (claim.kind === 'duplicate') {
+      this.run.settled({ businessKey, ownerWorkflowId: claim.ownerWorkflowId });
+      details.ownerWorkflowId = claim.ownerWorkflowId;
+      details.reason = `business key owned by ${claim.ownerWorkflowId} (${claim.ownerStatus})`;
+      return 'duplicate';
+    }
+    const ctx: EffectContext = {
+      effectId: claim.effectId,
+      step,
+      businessKey,
+      policy,
+      capabilities: claim.capabilities,
+    };
+    details.effectId = ctx.effectId;
+    if (claim.status === 'succeeded') {
+      this.run.settled({ businessKey, effectId: ctx.effectId });
+      return 'succeeded';
+    }
+    // The responder answers once; every attempt sends these same bytes.
+    const prepared = await this.prepareBody(ctx);
+    if ('done' in prepared) {
+      if (prepared.done === 'succeeded') this.run.settled({ businessKey, effectId: ctx.effectId });
+      return prepared.done;
+    }
+    let gatherUntil = this.gatherUntil(policy);
+    const send = sender(policy, gatherUntil ? policy.turnGatherMs : 0);
+    for (;;) {
+      const sent = await this.ordering.around(() =>
+        this.sendAndSettle(send, ctx, prepared.body, gatherUntil),
+      );
+      gatherUntil = undefined;
+      const decision =
+        sent.kind === 'succeeded'
+          ? ({ kind: 'done', state: 'succeeded', externalId: sent.externalId } as const)
+          : await this.desk.awaitDecision(sent.kind, ctx);
+      if (decision.kind === 'done') {
+        if (decision.state === 'succeeded')
+          this.run.settled({ businessKey, effectId: ctx.effectId, externalId: decision.externalId });
+        return decision.state;
+      }
+      // An approved resend or a reprocess: the row is back in retry_wait; the same protocol runs.
+    }
+  }
+
+  /**
+   * The body to send: the responder's answer (written once) or the route's mapped payload. A
+   * responder that keeps failing parks the effect as failed at step `prepareReply`; reprocess asks it
+   * again. Nothing has been sent at that point.
+   */
+  private async prepareBody(ctx: EffectContext): Promise<{ body: SendInput['body'] } | { done: ReplyState }> {
+    const { step } = ctx;
+    if (step.content.kind === 'payload') return { body: { json: step.content.body } };
+    const answering = this.oneTaskSends && this.plan.responderIsLocal ? localResponder : responder;
+    for (;;) {
+      try {
+        const { text } = await answering.prepareReply({ event: this.event, step });
+        this.run.details.step = step.name;
+        return { body: { text } };
+      } catch (err) {
+        const message = errorMessage(err);
+        const failed = await records.recordResult({
+          effectId: ctx.effectId,
+          status: 'failed',
+          errorClass: 'responder',
+          error: `responder: ${message}`,
+        });
+        await this.ordering.passOn(failed.nextInLine);
+        this.run.setState('failed', {
+          step: 'prepareReply',
+          lastErrorClass: 'responder',
+          lastError: message,
+          recommendedAction: 'fix the responder (RESPONDER_URL or the FAQ file), then reprocess',
+        });
+        const decision = await this.desk.awaitDecision('failed', ctx);
+        if (decision.kind === 'done') return { done: decision.state };
+      }
+    }
+  }
+
+  /**
+   * The send's gather window: until the source message's occurrence plus TURN_GATHER (at most that
+   * long from now, whatever the sender's clock says), for an event of a conversation.
+   */
+  private gatherUntil(policy: EffectContext['policy']): string | undefined {
+    const occurred = Date.parse(this.event.occurredAt ?? '');
+    if (!this.oneTaskSends || !this.plan.transition || Number.isNaN(occurred)) return undefined;
+    return new Date(Math.min(occurred, Date.now()) + policy.turnGatherMs).toISOString();
+  }
+
+  /** One pass of the send protocol, settled: succeeded, or parked as held or failed. */
+  private async sendAndSettle(
+    send: Sender,
+    ctx: EffectContext,
+    body: SendInput['body'],
+    gatherUntil: string | undefined,
+  ): Promise<Sent> {
+    const { run } = this;
+    run.setState('processing');
+    const outcome = await this.attemptInTurn(send, ctx, body, gatherUntil);
+    run.details.attempts = outcome.attempts;
+    if (outcome.result === 'succeeded') {
+      // Runs with one-task sends show the success once, with the final state.
+      if (this.oneTaskSends)
+        Object.assign(run.details, { lastErrorClass: undefined, recommendedAction: undefined });
+      else run.setState('processing', { lastErrorClass: undefined, recommendedAction: undefined });
+      await this.ordering.passOn(outcome.nextInLine);
+      return { kind: 'succeeded', externalId: outcome.externalId };
+    }
+    if (outcome.result === 'failed') {
+      run.setState('failed', {
+        lastErrorClass: outcome.errorClass,
+        lastError: outcome.error,
+        recommendedAction: outcome.fix,
+      });
+      await this.ordering.passOn(outcome.nextInLine);
+      return { kind: 'failed' };
+    }
+    run.setState('unknown', { lastErrorClass: 'unknown', lastError: outcome.reason });
+    const found = await this.lookUpUnknown(ctx, outcome);
+    if (found) {
+      await this.ordering.passOn(found.nextInLine);
+      return { kind: 'succeeded', externalId: found.externalId };
+    }
+    const held = await records.recordResult({
+      effectId: ctx.effectId,
+      status: 'held',
+      errorClass: 'unknown',
+      error: outcome.reason,
+    });
+    run.setState('held', {
+      recommendedAction: ctx.capabilities.lookup
+        ? 'not found by lookup: check the target, then mark-sent (with its id) or resend (needs approval)'
+        : 'the target cannot be asked: check it by hand, then mark-sent (with its id) or resend (needs approval)',
+    });
+    await this.ordering.passOn(held.nextInLine);
+    return { kind: 'held' };
+  }
+
+  /** Sends in the conversation's order: while an earlier send is pending, waits for the turn. */
+  private async attemptInTurn(
+    send: Sender,
+    ctx: EffectContext,
+    body: SendInput['body'],
+    gatherUntil: string | undefined,
+  ): Promise<Settled> {
+    for (let gather = gatherUntil; ; gather = undefined) {
+      this.ordering.expectTurn();
+      const outcome = await this.attemptSend(
+        send,
+        { effectId: ctx.effectId, step: ctx.step, body, gatherUntil: gather },
+        ctx,
+      );
+      if (outcome.result !== 'wait') return outcome;
+      await this.ordering.waitForTurn();
+    }
+  }
+
+  /** The send activity with its retry policy; a spent budget becomes a failed or unknown outcome. */
+  private async attemptSend(send: Sender, input: SendInput, ctx: EffectContext): Promise<SendOutcome> {
+    try {
+      return await send.send(input);
+    } catch (err) {
+      // The retry budget is spent (attempts or elapsed time) or the activity failed for good.
+      const type =
+        err instanceof ActivityFailure && err.cause instanceof ApplicationFailure
+          ? err.cause.type
+          : undefined;
+      const message = errorMessage(err);
+      const attempts = this.run.details.attempts;
+      log.warn('send gave up', { workflowId: workflowInfo().workflowId, type });
+      const recorded = await records.recordResult({
+        effectId: ctx.effectId,
+        status: 'failed',
+        errorClass: 'retryable',
+        error: 'retry budget spent',
+      });
+      if (!recorded.recorded && (recorded.status === 'sending' || recorded.status === 'unknown')) {
+        // The last attempt may have reached the target (its row still says so): that is an unknown
+        // outcome, settled by lookup or held for two people, never a plain failure to reprocess.
+        return {
+          result: 'unknown',
+          reason: `retry budget spent while the last attempt's outcome is unknown: ${message}`,
+          leaseExpiresAt: new Date(Date.now() + ctx.policy.sendTimeoutMs).toISOString(),
+          attempts,
+        };
+      }
+      return {
+        result: 'failed',
+        errorClass: 'permanent',
+        error: `retry budget spent: ${message}`,
+        fix:
+          type === Failure.RetryableTarget
+            ? 'check the target; reprocess when it is healthy'
+            : 'see the last error; reprocess when fixed',
+        attempts,
+        nextInLine: recorded.nextInLine,
+      };
+    }
+  }
+
+  /**
+   * Unknown outcome, and the target does not dedupe on our key (the send activity already resends
+   * with the same key where it does): look the result up once the owner's lease has expired, and
+   * again after the target's consistency delay, because "not found yet" is not proof.
+   * @returns the external id when found, and the next send waiting in the conversation.
+   */
+  private async lookUpUnknown(
+    ctx: EffectContext,
+    outcome: Extract<SendOutcome, { result: 'unknown' }>,
+  ): Promise<{ externalId: string; nextInLine?: string } | undefined> {
+    const { effectId, step, capabilities } = ctx;
+    if (!capabilities.lookup) return undefined;
+    const leaseLeft = Date.parse(outcome.leaseExpiresAt) - Date.now();
+    if (leaseLeft > 0) await sleep(leaseLeft);
+    for (const delay of [0, capabilities.consistencyDelayMs]) {
+      if (delay > 0) await sleep(delay);
+      // A lookup that keeps failing (missing scope, target down) proves nothing either way: hold.
+      const found = await lookups.lookup({ effectId, step }).catch((err: unknown) => {
+        log.warn('lookup failed', { workflowId: workflowInfo().workflowId, error: errorMessage(err) });
+        return { found: false as const };
+      });
+      if (found.found) {
+        const recorded = await records.recordResult({
+          effectId,
+          status: 'succeeded',
+          externalId: found.externalId,
+        });
+        return { externalId: found.externalId, nextInLine: recorded.nextInLine };
+      }
+    }
+    return undefined;
+  }
+}

@@ -1,0 +1,16 @@
+// What every part of the event workflow needs to know about the effect step in hand, passed as one.
+import type { DeliveryPolicy, StepPlan, TargetCapabilities } from '../src/model';
+
+export interface EffectContext {
+  /** The claimed row in `effects`: its id is also the idempotency key and the lookup reference. */
+  effectId: string;
+  step: StepPlan;
+  /** The step's own business key (the effect's, plus `#<step>` when the effect has several steps). */
+  businessKey: string;
+  policy: DeliveryPolicy;
+  capabilities: TargetCapabilities;
+}
+
+/** How a held or failed item ended, or that an operator sent it on its way again. */
+export type Settled = { kind: 'done'; state: 'succeeded' | 'discarded'; externalId?: string };
+export type Decision = Settled | { kind: 'send-again' };

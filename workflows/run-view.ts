@@ -1,0 +1,107 @@
+// What an event workflow shows of itself: its state and the details operators need (the `status`
+// query), the search attributes the Web UI filters on, and the effects it settled (its result).
+import { upsertSearchAttributes } from '@temporalio/workflow';
+import type { EffectPlan } from '../src/model';
+import type { ReplyState, StatusView } from './messages';
+import {
+  Attempts,
+  BusinessKey,
+  ConversationId,
+  FailedStep,
+  Integration,
+  LastErrorClass,
+  RecommendedAction,
+  ReplyState as ReplyStateKey,
+} from './search-attributes';
+
+export interface EventResult {
+  state: ReplyState;
+  reason?: string;
+  effects: { businessKey: string; effectId?: string; externalId?: string; ownerWorkflowId?: string }[];
+}
+
+/** The status view without what the run and the operator desk add when asked. */
+export type RunDetails = Omit<StatusView, 'state' | 'operatorHistory'>;
+
+type Shown = { key: (typeof SHOWN_KEYS)[number]; value: string | number };
+const SHOWN_KEYS = [
+  ReplyStateKey,
+  Attempts,
+  RecommendedAction,
+  LastErrorClass,
+  FailedStep,
+  BusinessKey,
+  Integration,
+  ConversationId,
+] as const;
+
+export class RunView {
+  state: ReplyState = 'received';
+  readonly details: RunDetails = { attempts: 0 };
+  /** The effects settled so far, for the workflow's result. */
+  readonly effects: EventResult['effects'] = [];
+  private effect?: EffectPlan;
+  /** What the search attributes say now, by name: kept when only changes are upserted. */
+  private readonly shown?: Map<string, string | number>;
+
+  /**
+   * @param startedWith the search attributes the run started with, when only changes are to be
+   * upserted, all together at the next state change (one upsert per workflow task at most). Without
+   * it (runs started before), every call upserts as it always did.
+   */
+  constructor(startedWith?: Record<string, string | number | undefined>) {
+    if (startedWith)
+      this.shown = new Map(
+        Object.entries(startedWith).filter((e): e is [string, string | number] => e[1] !== undefined),
+      );
+  }
+
+  /** Moves to `next`, merges `extra` into the details, and shows both in the search attributes. */
+  setState(next: ReplyState, extra: Partial<RunDetails> = {}): void {
+    this.state = next;
+    Object.assign(this.details, extra);
+    const { attempts, recommendedAction, lastErrorClass, step } = this.details;
+    const attributes: Shown[] = [
+      { key: ReplyStateKey, value: next },
+      { key: Attempts, value: attempts },
+      ...(recommendedAction ? [{ key: RecommendedAction, value: recommendedAction }] : []),
+      ...(lastErrorClass ? [{ key: LastErrorClass, value: lastErrorClass }] : []),
+      ...(step && (next === 'held' || next === 'failed') ? [{ key: FailedStep, value: step }] : []),
+    ];
+    if (!this.shown) {
+      upsertSearchAttributes(attributes as never);
+      return;
+    }
+    const changed = [...attributes, ...this.effectAttributes()].filter(
+      (a) => this.shown!.get(a.key.name) !== a.value,
+    );
+    for (const a of changed) this.shown.set(a.key.name, a.value);
+    if (changed.length > 0) upsertSearchAttributes(changed as never);
+  }
+
+  /** The effect now being worked on, shown by its business key (never its content). */
+  showEffect(effect: EffectPlan): void {
+    this.details.businessKey = effect.businessKey;
+    this.effect = effect;
+    // Shown with the next state change, when only changes are upserted.
+    if (!this.shown) upsertSearchAttributes(this.effectAttributes() as never);
+  }
+
+  private effectAttributes(): Shown[] {
+    const effect = this.effect;
+    if (!effect) return [];
+    return [
+      { key: BusinessKey, value: effect.businessKey },
+      { key: Integration, value: effect.integration },
+      ...(effect.conversationId ? [{ key: ConversationId, value: effect.conversationId }] : []),
+    ];
+  }
+
+  settled(effect: EventResult['effects'][number]): void {
+    this.effects.push(effect);
+  }
+
+  result(state: ReplyState, reason: string | undefined): EventResult {
+    return { state, reason, effects: this.effects };
+  }
+}
