@@ -1,14 +1,23 @@
 // `npm run chaos`: fault injection at scale. Starts the whole system (embedded PostgreSQL, a Temporal
-// dev server on SQLite, receivers and workers as processes), delivers signed sandbox webhooks with
-// duplicates from a separate process while workers are SIGKILLed, the target misbehaves and Temporal
-// and PostgreSQL restart, then prints one table. Exits 1 when a must-be-0 row is not 0.
+// dev server on SQLite or with `--server cluster` two nodes of Temporal's own server on the
+// PostgreSQL, receivers and workers as processes), delivers signed sandbox webhooks with duplicates
+// from a separate process while workers are SIGKILLed, the target misbehaves and Temporal (on a
+// cluster: a node, or both in turn) and PostgreSQL restart, then prints one table. Exits 1 when a
+// must-be-0 row is not 0.
 //   npm run chaos -- --events 200 --dup 3 --seed 42
-
+//   npm run chaos -- --server cluster --temporal-fault rolling-restart
 import { parseArgs } from 'node:util';
 import { parseDuration } from '../src/config';
 import { errorMessage } from '../src/failures';
+import type { TemporalFault } from './chaos/injector';
 import { formatInjectorLog, formatReport } from './chaos/report';
 import { type ChaosOptions, DEFAULT_CHAOS, newSeed, runChaos } from './chaos/run';
+
+/** What breaks in Temporal, by server: the default first. */
+const TEMPORAL_FAULTS = {
+  'dev-server': ['restart', 'none'],
+  cluster: ['kill-node', 'rolling-restart', 'none'],
+} as const;
 
 function options(): ChaosOptions {
   const d = DEFAULT_CHAOS;
@@ -22,12 +31,16 @@ function options(): ChaosOptions {
       receivers: { type: 'string', default: String(d.receivers) },
       workers: { type: 'string', default: String(d.workers) },
       'send-timeout': { type: 'string', default: d.sendTimeout },
+      'start-deadline': { type: 'string', default: `${d.startDeadlineMs}ms` },
       'faults-per-kind': { type: 'string', default: String(d.faultsPerKind) },
       'inflight-kills': { type: 'string', default: String(d.inflightKills) },
       'kill-every': { type: 'string', default: `${d.killEveryMs / 1000}s` },
+      server: { type: 'string', default: d.server },
+      'temporal-fault': { type: 'string' },
       'no-temporal-restart': { type: 'boolean', default: false },
       'no-postgres-restart': { type: 'boolean', default: false },
       down: { type: 'string', default: `${d.downMs}ms` },
+      'disrupt-at': { type: 'string' },
       'quiet-timeout': { type: 'string', default: `${d.quietTimeoutMs / 60_000}m` },
       seed: { type: 'string' },
       keep: { type: 'boolean', default: false },
@@ -37,8 +50,10 @@ function options(): ChaosOptions {
   if (values.help) {
     console.log(
       'npm run chaos -- [--events N] [--dup N] [--same-message SHARE] [--rate PER_S] [--later-max 120s]\n' +
-        '  [--receivers N] [--workers N] [--send-timeout 10s] [--faults-per-kind N] [--inflight-kills N]\n' +
-        '  [--kill-every 20s|0s] [--no-temporal-restart] [--no-postgres-restart] [--down 3000ms]\n' +
+        '  [--receivers N] [--workers N] [--send-timeout 10s] [--start-deadline 1500ms] [--faults-per-kind N]\n' +
+        '  [--inflight-kills N] [--kill-every 20s|0s] [--server dev-server|cluster]\n' +
+        '  [--temporal-fault restart|kill-node|rolling-restart|none]' +
+        ' [--no-temporal-restart] [--no-postgres-restart] [--down 3000ms] [--disrupt-at 20s]\n' +
         '  [--quiet-timeout 20m] [--seed N] [--keep]',
     );
     process.exit(0);
@@ -54,7 +69,18 @@ function options(): ChaosOptions {
     if (ms === undefined) problems.push(`--${name} must be a duration such as 500ms, 30s or 2m`);
     return ms ?? 0;
   };
+  const server = values.server;
+  let temporalFault: TemporalFault = 'none';
+  if (server !== 'dev-server' && server !== 'cluster')
+    problems.push('--server must be dev-server or cluster');
+  else {
+    const allowed: readonly string[] = TEMPORAL_FAULTS[server];
+    const asked = values['no-temporal-restart'] ? 'none' : (values['temporal-fault'] ?? allowed[0]!);
+    if (allowed.includes(asked)) temporalFault = asked as TemporalFault;
+    else problems.push(`--temporal-fault on the ${server} must be one of ${allowed.join(', ')}`);
+  }
   const parsed: ChaosOptions = {
+    server: server === 'cluster' ? 'cluster' : 'dev-server',
     events: count('events', values.events, 1),
     dup: count('dup', values.dup, 1),
     sameMessageShare: count('same-message', values['same-message'], 0),
@@ -63,10 +89,13 @@ function options(): ChaosOptions {
     receivers: count('receivers', values.receivers, 1),
     workers: count('workers', values.workers, 2),
     sendTimeout: values['send-timeout'],
+    startDeadlineMs: duration('start-deadline', values['start-deadline']),
     faultsPerKind: count('faults-per-kind', values['faults-per-kind'], 0),
     inflightKills: count('inflight-kills', values['inflight-kills'], 0),
     killEveryMs: duration('kill-every', values['kill-every']),
-    restartTemporal: !values['no-temporal-restart'],
+    temporalFault,
+    disruptAtMs:
+      values['disrupt-at'] === undefined ? undefined : duration('disrupt-at', values['disrupt-at']),
     restartPostgres: !values['no-postgres-restart'],
     downMs: duration('down', values.down),
     quietTimeoutMs: duration('quiet-timeout', values['quiet-timeout']),

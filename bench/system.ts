@@ -1,6 +1,8 @@
 // The system benchmark (`npm run bench`, after bench/receiver.ts): the whole system as a deployment
 // runs it (embedded PostgreSQL, a Temporal dev server on SQLite, a receiver and two workers as
-// processes, the sandbox target) measured against the limit of the same server, raw `workflow.start`:
+// processes, the sandbox target; with `--server cluster` then again on a two-node cluster of Temporal's
+// own server on PostgreSQL, in the same run and table) measured against the limit of the same server,
+// raw `workflow.start`:
 // what an event costs Temporal per path (from the runs' own histories), end-to-end latency from
 // webhook to the target's receipt unloaded and at half the maximum throughput, the maximum over 100
 // conversations, bursts into one conversation and over many, a duplicate storm, and worker memory
@@ -22,7 +24,7 @@ import { DEV_SQLITE_PRAGMAS, startDevServer } from '../src/temporal/dev-server';
 import { addCosts, type HistoryCost, historyCost, NO_COST, transactions } from '../test/helpers/history-cost';
 import type { handleEvent } from '../workflows';
 import { ReplyState as ReplyStateKey } from '../workflows/search-attributes';
-import { rssMiB, SYSTEM_SECRET, System } from './chaos/system';
+import { rssMiB, SYSTEM_SECRET, System, type TemporalServerKind } from './chaos/system';
 
 interface Options {
   raw: number;
@@ -43,6 +45,8 @@ interface Options {
   copies: number;
   held: number;
   store: 'file' | 'memory';
+  /** The servers to measure, one after the other in this run. */
+  servers: TemporalServerKind[];
 }
 
 function options(): Options {
@@ -62,8 +66,13 @@ function options(): Options {
       copies: { type: 'string', default: '10' },
       held: { type: 'string', default: '1000' },
       store: { type: 'string', default: 'file' },
+      server: { type: 'string', default: 'dev-server' },
     },
   });
+  if (values.server !== 'dev-server' && values.server !== 'cluster') {
+    console.error('--server must be dev-server, or cluster (measured beside the dev server in the same run)');
+    process.exit(2);
+  }
   if (values.store !== 'file' && values.store !== 'memory') {
     console.error('--store must be file (SQLite, as npm start runs it) or memory');
     process.exit(2);
@@ -83,6 +92,7 @@ function options(): Options {
     copies: Number(values.copies),
     held: Number(values.held),
     store: values.store,
+    servers: values.server === 'cluster' ? ['dev-server', 'cluster'] : ['dev-server'],
   };
 }
 
@@ -457,33 +467,17 @@ class Bench {
 
 const fixed = (n: number, digits = 0) => n.toFixed(digits);
 
-async function main(): Promise<void> {
-  const opts = options();
-  console.log(
-    `machine: ${os.cpus().length} CPUs (${os.cpus()[0]?.model}), ${fixed(os.totalmem() / 2 ** 30, 1)} GiB, node ${process.version}, load average ${os
-      .loadavg()
-      .map((l) => l.toFixed(1))
-      .join(' ')}`,
-  );
-  console.log(`Temporal dev server store: ${opts.store}`);
-  const pragmaRows: string[] = [];
-  if (opts.store === 'file' && opts.pragmaStarts > 0) {
-    for (const [name, pragmas] of [
-      ["SQLite's defaults (before)", []],
-      [`${DEV_SQLITE_PRAGMAS.join(', ')} (npm start now)`, DEV_SQLITE_PRAGMAS],
-      ['journal_mode=wal, synchronous=off', ['journal_mode=wal', 'synchronous=off']],
-    ] as [string, string[]][]) {
-      console.log(`raw starts on a fresh file store, ${name}…`);
-      const r = await rawStartsWithPragmas(pragmas, opts.pragmaStarts);
-      pragmaRows.push(
-        `${name.padEnd(48)}  ${fixed(r.perSecond)} starts/s (p50 ${fixed(r.p50, 1)} ms, 8 callers)`,
-      );
-    }
-  }
-  const system = await System.start({ receivers: 1, workers: 2, temporalStore: opts.store });
+type Row = [name: string, value: string, ratio: string];
+
+/** Every figure of one server, the limit first, and what an event costs it per path. */
+async function measure(
+  opts: Options,
+  server: TemporalServerKind,
+): Promise<{ rows: Row[]; costs: Record<string, HistoryCost> }> {
+  const system = await System.start({ receivers: 1, workers: 2, temporalStore: opts.store, server });
   let costs: Record<string, HistoryCost> = {};
   const bench = new Bench(system);
-  const rows: [string, string, string][] = [];
+  const rows: Row[] = [];
   const cpuPerEvent = (before: ReturnType<System['cpuMs']>, events: number) => {
     const after = system.cpuMs();
     return (Object.keys(after) as (keyof typeof after)[])
@@ -491,7 +485,9 @@ async function main(): Promise<void> {
       .join(', ');
   };
   try {
-    console.log(`raw workflow.start × ${opts.raw} at concurrency ${opts.concurrency} (the limit)…`);
+    console.log(
+      `[${server}] raw workflow.start × ${opts.raw} at concurrency ${opts.concurrency} (the limit)…`,
+    );
     const limit = await bench.rawStarts(opts.raw, opts.concurrency);
     rows.push([
       'raw workflow.start (the limit)',
@@ -499,7 +495,7 @@ async function main(): Promise<void> {
       '1.00',
     ]);
 
-    console.log(`end-to-end, unloaded: ${opts.unloaded} events one at a time…`);
+    console.log(`[${server}] end-to-end, unloaded: ${opts.unloaded} events one at a time…`);
     const unloaded = await bench.unloaded(opts.unloaded);
     rows.push([
       'end-to-end latency, unloaded',
@@ -507,7 +503,7 @@ async function main(): Promise<void> {
       '',
     ]);
 
-    console.log('what an event costs Temporal, per path (3 events each)…');
+    console.log(`[${server}] what an event costs Temporal, per path (3 events each)…`);
     costs = await bench.costPerPath(3);
 
     console.log(
@@ -526,15 +522,15 @@ async function main(): Promise<void> {
     rows.push(['CPU ms per event (burst)', burstCpu, '']);
 
     const half = completedPerSecond / 2;
-    console.log(`end-to-end at ${fixed(half, 1)} events/s for ${opts.halfSeconds} s…`);
+    console.log(`[${server}] end-to-end at ${fixed(half, 1)} events/s for ${opts.halfSeconds} s…`);
     const paced = await bench.paced(half, opts.halfSeconds);
     rows.push([
-      `end-to-end latency at 50 % (${fixed(half, 1)} events/s)`,
-      `p50 ${fixed(paced.p50)} ms, p99 ${fixed(paced.p99)} ms (kept up: ${fixed(paced.completedPerSecond, 1)} /s)`,
+      'end-to-end latency at 50 % of the maximum',
+      `p50 ${fixed(paced.p50)} ms, p99 ${fixed(paced.p99)} ms at ${fixed(half, 1)} events/s (kept up: ${fixed(paced.completedPerSecond, 1)} /s)`,
       fixed(half / limit.perSecond, 3),
     ]);
 
-    console.log(`duplicate storm: ${opts.storm} events × ${opts.copies} concurrent copies…`);
+    console.log(`[${server}] duplicate storm: ${opts.storm} events × ${opts.copies} concurrent copies…`);
     cpu = system.cpuMs();
     const storm = await bench.storm(opts.storm, opts.copies, Math.max(1, Math.floor(100 / opts.copies)));
     rows.push([
@@ -550,7 +546,7 @@ async function main(): Promise<void> {
     rows.push(['CPU ms per event (storm)', cpuPerEvent(cpu, opts.storm), '']);
 
     if (opts.single > 0) {
-      console.log(`a burst of ${opts.single} events into one conversation…`);
+      console.log(`[${server}] a burst of ${opts.single} events into one conversation…`);
       const one = spread('o', opts.single, 1);
       const single = await bench.flood(one.ids, one.messages, opts.concurrency);
       rows.push([
@@ -560,7 +556,7 @@ async function main(): Promise<void> {
       ]);
     }
     if (opts.wide > 0) {
-      console.log(`a burst of ${opts.wide} events over ${opts.wideConversations} conversations…`);
+      console.log(`[${server}] a burst of ${opts.wide} events over ${opts.wideConversations} conversations…`);
       const many = spread('w', opts.wide, opts.wideConversations);
       cpu = system.cpuMs();
       const wide = await bench.flood(many.ids, many.messages, opts.concurrency);
@@ -572,22 +568,27 @@ async function main(): Promise<void> {
       rows.push(['CPU ms per event (wide burst)', cpuPerEvent(cpu, opts.wide), '']);
     }
 
-    console.log(`worker memory: ${opts.held} held workflows on one worker…`);
+    console.log(`[${server}] worker memory: ${opts.held} held workflows on one worker…`);
     await system.stopWorker(1);
     const memory = await bench.heldMemory(opts.held);
     rows.push([
-      `worker RSS with ${memory.held} held workflows waiting`,
-      `${fixed(memory.heldMiB)} MiB (before: ${fixed(memory.baselineMiB)} MiB, ${fixed(((memory.heldMiB - memory.baselineMiB) * 1024) / Math.max(memory.held, 1))} KiB per held)`,
+      'worker RSS with held workflows waiting',
+      `${fixed(memory.heldMiB)} MiB with ${memory.held} held (before: ${fixed(memory.baselineMiB)} MiB, ${fixed(((memory.heldMiB - memory.baselineMiB) * 1024) / Math.max(memory.held, 1))} KiB per held)`,
       '',
     ]);
   } finally {
     await system.stop();
     system.remove();
   }
-  if (pragmaRows.length > 0)
-    console.log(`\nthe dev server's SQLite settings (fresh file store):\n${pragmaRows.join('\n')}`);
+  return { rows, costs };
+}
+
+/** What one event costs Temporal on `server`, per path, from the runs' own histories. */
+function printCosts(server: TemporalServerKind, costs: Record<string, HistoryCost>): void {
   if (Object.keys(costs).length > 0) {
-    console.log('\nwhat one event costs Temporal, per path (mean of the samples; held: until held)');
+    console.log(
+      `\n[${server}] what one event costs Temporal, per path (mean of the samples; held: until held)`,
+    );
     const keys: (keyof HistoryCost)[] = [
       'workflowTasks',
       'activityTasks',
@@ -605,11 +606,45 @@ async function main(): Promise<void> {
         `${name.padEnd(10)}  ${fixed(transactions(cost), 1).padStart(12)}  ${keys.map((k) => fixed(cost[k], 1).padStart(k.length)).join('  ')}`,
       );
   }
-  const width = Math.max(...rows.map(([name]) => name.length));
-  const valueWidth = Math.max(...rows.map(([, value]) => value.length));
-  console.log(`\n${'figure'.padEnd(width)}  ${'value'.padEnd(valueWidth)}  ÷ limit`);
-  for (const [name, value, ratio] of rows)
-    console.log(`${name.padEnd(width)}  ${value.padEnd(valueWidth)}  ${ratio}`);
+}
+
+async function main(): Promise<void> {
+  const opts = options();
+  console.log(
+    `machine: ${os.cpus().length} CPUs (${os.cpus()[0]?.model}), ${fixed(os.totalmem() / 2 ** 30, 1)} GiB, node ${process.version}, load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}`,
+  );
+  console.log(`Temporal dev server store: ${opts.store}; servers: ${opts.servers.join(', ')}`);
+  const pragmaRows: string[] = [];
+  if (opts.store === 'file' && opts.pragmaStarts > 0) {
+    for (const [name, pragmas] of [
+      ["SQLite's defaults (before)", []],
+      [`${DEV_SQLITE_PRAGMAS.join(', ')} (npm start now)`, DEV_SQLITE_PRAGMAS],
+      ['journal_mode=wal, synchronous=off', ['journal_mode=wal', 'synchronous=off']],
+    ] as [string, string[]][]) {
+      console.log(`raw starts on a fresh file store, ${name}…`);
+      const r = await rawStartsWithPragmas(pragmas, opts.pragmaStarts);
+      pragmaRows.push(
+        `${name.padEnd(48)}  ${fixed(r.perSecond)} starts/s (p50 ${fixed(r.p50, 1)} ms, 8 callers)`,
+      );
+    }
+  }
+  const results: Row[][] = [];
+  for (const server of opts.servers) {
+    const { rows, costs } = await measure(opts, server);
+    results.push(rows);
+    printCosts(server, costs);
+  }
+  if (pragmaRows.length > 0)
+    console.log(`\nthe dev server's SQLite settings (fresh file store):\n${pragmaRows.join('\n')}`);
+  const names = results[0]!.map(([name]) => name);
+  const header = ['figure', ...opts.servers.flatMap((server) => [server, '÷ limit'])];
+  const table = [header, ...names.map((name, i) => [name, ...results.flatMap((rows) => rows[i]!.slice(1))])];
+  const widths = header.map((_, column) => Math.max(...table.map((row) => row[column]!.length)));
+  console.log('');
+  for (const row of table) console.log(row.map((cell, column) => cell.padEnd(widths[column]!)).join('  '));
   console.log(
     `load average at the end: ${os
       .loadavg()

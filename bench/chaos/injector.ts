@@ -1,9 +1,11 @@
 // The fault injector of the chaos run. It arms the sandbox target's faults on chosen conversations,
 // SIGKILLs workers at random moments and while a send is in flight (committed at the target, not yet
-// recorded), restarts the Temporal dev server and PostgreSQL once each, and logs every action with
-// its time and conversation, so that each held item can be traced back to what caused it. Restarts
-// and kills are timed by how much of the work has settled, not by the clock, so that they land while
-// the system is busy however fast this machine is.
+// recorded), breaks Temporal once (restarts the dev server; on a cluster SIGKILLs a node or restarts
+// both one after the other) and restarts PostgreSQL once, and logs every action with its time and
+// conversation, so that each held item and each 503 can be traced back to what caused it. On a
+// cluster it also logs every move of history shards between nodes, read from Temporal's database.
+// Restarts and kills are timed by how much of the work has settled, not by the clock, so that they
+// land while the system is busy however fast this machine is.
 import type { SandboxFault } from '../../src/sandbox/api';
 import type { PlannedConversation, Random } from './plan';
 import type { System } from './system';
@@ -21,7 +23,19 @@ export type InjectorAction =
     }
   | { kind: 'in-flight-missed'; atMs: number; conversationId: string; why: string }
   | { kind: 'worker-started'; atMs: number; slot: number; pid: number }
-  | { kind: 'restart-temporal' | 'restart-postgres'; atMs: number; upAtMs: number };
+  | { kind: 'restart-temporal' | 'restart-postgres'; atMs: number; upAtMs: number }
+  /** SIGKILLed, started again once the other node owned every shard; up when it owns shards again. */
+  | { kind: 'kill-temporal-node'; atMs: number; node: number; pid: number; upAtMs: number }
+  /** Stopped as a deploy stops it (SIGTERM) and started again, in a rolling restart. */
+  | { kind: 'restart-temporal-node'; atMs: number; node: number; upAtMs: number }
+  /** Observed: how many history shards each node owns changed (0: an owner that is none of the nodes). */
+  | { kind: 'shards-moved'; atMs: number; owners: Record<string, number> };
+
+/**
+ * What happens to Temporal once under load: the dev server restarts; on a cluster one node is
+ * SIGKILLed and comes back, or both nodes restart one after the other.
+ */
+export type TemporalFault = 'none' | 'restart' | 'kill-node' | 'rolling-restart';
 
 export interface InjectorOptions {
   /** Conversations that get each fault armed before their first message. */
@@ -30,8 +44,14 @@ export interface InjectorOptions {
   inflightKills: number;
   /** Mean time between random worker kills; 0 for none. */
   killEveryMs: number;
-  restartTemporal: boolean;
+  temporalFault: TemporalFault;
   restartPostgres: boolean;
+  /**
+   * When Temporal's fault and then PostgreSQL's restart begin, in ms after the senders' start: while
+   * webhooks still arrive, however slowly this machine settles them. Unset: by the share of messages
+   * settled (0.35 for Temporal, 0.65 for PostgreSQL), while the system is busy.
+   */
+  disruptAtMs?: number;
   /** How long Temporal and PostgreSQL stay down when restarted. */
   downMs: number;
 }
@@ -56,6 +76,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export class Injector {
   readonly log: InjectorAction[] = [];
   private readonly tasks: Promise<void>[] = [];
+  /** Observers that run until `finish()`: the progress count and, on a cluster, the shard watch. */
+  private readonly observers: Promise<void>[] = [];
   /** Actions that failed (a worker that would not come back); `finish()` reports the first. */
   private readonly errors: Error[] = [];
   /** Worker kills and restarts take turns, so that at least one worker is always up. */
@@ -90,7 +112,8 @@ export class Injector {
 
   /** Schedules every action: faults by the plan's clock, restarts and kills by the work settled. */
   start(conversations: PlannedConversation[], messages: number): void {
-    this.schedule(this.trackProgress(messages));
+    this.observers.push(this.trackProgress(messages));
+    if (this.system.cluster) this.observers.push(this.watchShards());
     const free = [...conversations].sort(() => this.random() - 0.5);
     const take = (flavourIndex: number) => {
       const flavour = ['sandbox-blind', 'sandbox-lookup', 'sandbox'][flavourIndex % 3];
@@ -124,9 +147,9 @@ export class Injector {
 
   /** Resolves once every action has run (or was skipped at the deadline) and every worker is up. */
   async finish(): Promise<void> {
-    await Promise.all(this.tasks.slice(1));
+    await Promise.all(this.tasks);
     this.finished = true;
-    await this.tasks[0];
+    await Promise.all(this.observers);
     await this.workerLock;
     if (this.errors[0]) throw this.errors[0];
   }
@@ -236,6 +259,86 @@ export class Injector {
     });
   }
 
+  private cluster() {
+    const { cluster } = this.system;
+    if (!cluster) throw new Error('node faults need the system to run on a Temporal cluster');
+    return cluster;
+  }
+
+  /** Samples shard ownership until the run finishes and logs each change. */
+  private async watchShards(): Promise<void> {
+    let last = '';
+    while (!this.finished) {
+      const owners = await this.cluster()
+        .shardOwners()
+        .catch(() => undefined);
+      if (owners) {
+        const counts = Object.fromEntries(
+          [...owners].sort(([a], [b]) => a - b).map(([n, c]) => [String(n), c]),
+        );
+        const key = JSON.stringify(counts);
+        if (key !== last) {
+          if (last) this.log.push({ kind: 'shards-moved', atMs: this.now(), owners: counts });
+          last = key;
+        }
+      }
+      await sleep(250);
+    }
+  }
+
+  /** Resolves once `done(owners)` holds for the shard table (polled), or throws after `timeoutMs`. */
+  private async shardsSettle(
+    what: string,
+    done: (owners: Map<number, number>) => boolean,
+    timeoutMs = 120_000,
+  ) {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      const owners = await this.cluster()
+        .shardOwners()
+        .catch(() => undefined);
+      if (owners && done(owners)) return;
+      await sleep(250);
+    }
+    throw new Error(`timed out after ${timeoutMs / 1000}s waiting until ${what}`);
+  }
+
+  /**
+   * A node crashes: SIGKILL, no goodbye. Its supervisor starts it again once the other node has taken
+   * over all its shards, so that shards move away and back under load.
+   */
+  private async killTemporalNode(): Promise<void> {
+    const cluster = this.cluster();
+    const node = cluster.nodes[Math.floor(this.random() * cluster.nodes.length)]!;
+    const began = this.now();
+    const pid = node.pid ?? -1;
+    await node.kill();
+    await this.shardsSettle(
+      `the other nodes own the shards of node ${node.number}`,
+      (owners) => !owners.has(node.number) && !owners.has(0),
+    );
+    await node.start();
+    await this.shardsSettle(
+      `node ${node.number} owns shards again`,
+      (owners) => (owners.get(node.number) ?? 0) > 0,
+    );
+    this.log.push({ kind: 'kill-temporal-node', atMs: began, node: node.number, pid, upAtMs: this.now() });
+  }
+
+  /** A deploy: each node stopped (SIGTERM) and started again, the next only once it owns shards again. */
+  private async rollingRestart(): Promise<void> {
+    for (const node of this.cluster().nodes) {
+      const began = this.now();
+      await node.stop();
+      await node.start();
+      await this.shardsSettle(
+        `node ${node.number} owns shards again`,
+        (owners) => (owners.get(node.number) ?? 0) > 0,
+      );
+      this.log.push({ kind: 'restart-temporal-node', atMs: began, node: node.number, upAtMs: this.now() });
+    }
+  }
+
   /** The pid of the worker running the workflow's pending `send` (Temporal's identity is `pid@host`). */
   private async senderPid(workflowId: string): Promise<number | undefined> {
     const description = await this.system.client.client.workflow
@@ -249,12 +352,19 @@ export class Injector {
 
   /** Temporal, then PostgreSQL: one outage at a time, each while work is in full flow. */
   private async restarts(): Promise<void> {
-    if (this.options.restartTemporal && (await this.atProgress(RESTART_TEMPORAL_AT))) {
-      const began = this.now();
-      await this.system.restartTemporal(this.options.downMs);
-      this.log.push({ kind: 'restart-temporal', atMs: began, upAtMs: this.now() });
+    const { disruptAtMs } = this.options;
+    const when = (share: number) =>
+      disruptAtMs === undefined ? this.atProgress(share) : this.atTime(disruptAtMs);
+    const fault = this.options.temporalFault;
+    if (fault !== 'none' && (await when(RESTART_TEMPORAL_AT))) {
+      if (fault === 'restart') {
+        const began = this.now();
+        await this.system.restartTemporal(this.options.downMs);
+        this.log.push({ kind: 'restart-temporal', atMs: began, upAtMs: this.now() });
+      } else if (fault === 'kill-node') await this.killTemporalNode();
+      else await this.rollingRestart();
     }
-    if (this.options.restartPostgres && (await this.atProgress(RESTART_POSTGRES_AT))) {
+    if (this.options.restartPostgres && (await when(RESTART_POSTGRES_AT))) {
       const began = this.now();
       await this.system.restartPostgres(this.options.downMs);
       this.log.push({ kind: 'restart-postgres', atMs: began, upAtMs: this.now() });

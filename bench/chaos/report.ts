@@ -1,6 +1,6 @@
 // The chaos run's verdict: waits until the system is quiet, then reconciles what the senders got
-// acknowledged against Temporal, the effects table and what the sandbox target received, and traces
-// every held item to the injected fault that explains it.
+// acknowledged against Temporal, the effects table and what the sandbox target received, traces
+// every held item to the injected fault that explains it, and every 503 to a disruption.
 import type { WorkflowExecutionInfo } from '@temporalio/client';
 import type { SandboxMode } from '../../src/model';
 import { reconcile } from '../../src/operator/reconcile';
@@ -9,7 +9,7 @@ import { ReplyState } from '../../workflows/search-attributes';
 import type { InjectorAction } from './injector';
 import type { Plan } from './plan';
 import type { SenderReport } from './sender';
-import type { System } from './system';
+import type { System, TemporalServerKind } from './system';
 
 /** States in which an event workflow has its outcome: finished, or waiting for a person. */
 const SETTLED = new Set([
@@ -43,7 +43,22 @@ export interface HeldItem {
   explanation?: string;
 }
 
+/** A 503 answer and the disruption it fell in, if any. */
+export interface UnavailableAnswer {
+  atMs: number;
+  explanation?: string;
+}
+
+/**
+ * How long after a disruption ends (its component serving again and the last shard move it caused),
+ * besides the receivers' start deadline, a 503 still counts as its doing: a Temporal client whose
+ * connection broke backs off a few seconds before it reconnects.
+ */
+const RECONNECT_GRACE_MS = 5_000;
+
 export interface ChaosReport {
+  /** On a cluster a 503 must fall in a disruption; the dev server's run only reports it. */
+  server: TemporalServerKind;
   sent: number;
   acked: number;
   deliveries: number;
@@ -61,6 +76,7 @@ export interface ChaosReport {
   guessedUnknowns: { conversationId: string; fault: SandboxFault }[];
   faultsNotTaken: { conversationId: string; fault: string }[];
   held: HeldItem[];
+  unavailable: UnavailableAnswer[];
   failed: { businessKey: string; lastError: string | null }[];
   crashes: System['crashes'];
   failedStarts: System['failedStarts'];
@@ -117,8 +133,11 @@ export async function reconcileRun(input: {
   sender: SenderReport;
   injector: InjectorAction[];
   startAt: number;
+  /** WEBHOOK_START_DEADLINE_MS of the receivers: a start begun inside a disruption answers up to this later. */
+  startDeadlineMs: number;
 }): Promise<ChaosReport> {
   const { system, plan, sender, injector, startAt } = input;
+  const graceMs = input.startDeadlineMs + RECONNECT_GRACE_MS;
   const { pool } = system;
   const flavourOf = new Map(plan.conversations.map((c) => [c.id, c.flavour]));
   const ackedIds = Object.entries(sender.events)
@@ -227,6 +246,11 @@ export async function reconcileRun(input: {
   });
 
   return {
+    server: system.cluster ? 'cluster' : 'dev-server',
+    unavailable: sender.unavailableAt.map((at) => ({
+      atMs: at - startAt,
+      explanation: explainUnavailable(at - startAt, injector, graceMs),
+    })),
     sent: Object.keys(sender.events).length,
     acked: ackedIds.length,
     deliveries: sender.deliveries,
@@ -255,6 +279,54 @@ export async function reconcileRun(input: {
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
+type Disruption = Extract<
+  InjectorAction,
+  { kind: 'restart-temporal' | 'restart-postgres' | 'kill-temporal-node' | 'restart-temporal-node' }
+>;
+
+function describeDisruption(action: Disruption): string {
+  const span = `${seconds(action.atMs)}–${seconds(action.upAtMs)}`;
+  switch (action.kind) {
+    case 'restart-temporal':
+      return `Temporal dev server restarted (${span})`;
+    case 'restart-postgres':
+      return `PostgreSQL restarted (${span})`;
+    case 'kill-temporal-node':
+      return `Temporal node ${action.node} SIGKILLed and started again (${span})`;
+    case 'restart-temporal-node':
+      return `Temporal node ${action.node} restarted (${span})`;
+  }
+}
+
+/**
+ * Every disruption with the time its effects last: until its component served again or, when later,
+ * the last shard move observed before the next disruption began.
+ */
+function disruptionWindows(injector: InjectorAction[]): { from: number; to: number; what: string }[] {
+  const disruptions = injector
+    .filter((a): a is Disruption =>
+      ['restart-temporal', 'restart-postgres', 'kill-temporal-node', 'restart-temporal-node'].includes(
+        a.kind,
+      ),
+    )
+    .sort((a, b) => a.atMs - b.atMs);
+  return disruptions.map((action, i) => {
+    const next = disruptions[i + 1]?.atMs ?? Number.POSITIVE_INFINITY;
+    const lastMove = Math.max(
+      ...injector
+        .filter((a) => a.kind === 'shards-moved' && a.atMs >= action.atMs && a.atMs < next)
+        .map((a) => a.atMs),
+    );
+    return { from: action.atMs, to: Math.max(action.upAtMs, lastMove), what: describeDisruption(action) };
+  });
+}
+
+/** The disruption a 503 at `atMs` fell in (with its grace period), or undefined when none. */
+function explainUnavailable(atMs: number, injector: InjectorAction[], graceMs: number): string | undefined {
+  const window = disruptionWindows(injector).find((w) => atMs >= w.from && atMs <= w.to + graceMs);
+  return window && `${window.what}; shards settled by ${seconds(window.to)}`;
+}
+
 /** The injected action that explains a held effect, most specific first. */
 function explain(
   conversationId: string,
@@ -281,12 +353,15 @@ function explain(
     if (action.kind === 'kill-worker' && crashHolds && open(action.atMs))
       return `worker pid ${action.pid} SIGKILLed at ${seconds(action.atMs)} while this effect was open`;
     if (
-      action.kind === 'restart-postgres' &&
+      (action.kind === 'restart-postgres' ||
+        action.kind === 'restart-temporal' ||
+        action.kind === 'kill-temporal-node' ||
+        action.kind === 'restart-temporal-node') &&
       crashHolds &&
       action.atMs <= window.to + 1000 &&
       action.upAtMs >= window.from - 1000
     )
-      return `PostgreSQL restarted (${seconds(action.atMs)}–${seconds(action.upAtMs)}) while this effect was open`;
+      return `${describeDisruption(action)} while this effect was open`;
   }
   return undefined;
 }
@@ -301,6 +376,12 @@ export function mustBeZero(report: ChaosReport): [string, number][] {
     ['holding faults taken with nothing held (guessed)', report.guessedUnknowns.length],
     ['held items no injected fault explains', report.held.filter((h) => !h.explanation).length],
     ['processes that crashed on their own', report.crashes.length],
+    ...(report.server === 'cluster'
+      ? ([['503 answers outside a disruption', report.unavailable.filter((u) => !u.explanation).length]] as [
+          string,
+          number,
+        ][])
+      : []),
   ];
 }
 
@@ -326,6 +407,14 @@ export function formatReport(report: ChaosReport, title: string): string {
     ['effects held', String(report.effects.held ?? 0)],
     ['effects failed', String(report.effects.failed ?? 0)],
     ...mustBeZero(report).map(([name, n]): [string, string] => [`${name} (must be 0)`, String(n)]),
+    ...(report.server === 'cluster'
+      ? []
+      : ([
+          [
+            '503 answers outside a disruption (on a cluster: must be 0)',
+            String(report.unavailable.filter((u) => !u.explanation).length),
+          ],
+        ] as [string, string][])),
     ['replyflow reconcile', report.replyflowReconcileConsistent ? 'consistent' : 'INCONSISTENT'],
   ];
   const width = Math.max(...rows.map(([name]) => name.length));
@@ -347,6 +436,9 @@ export function formatReport(report: ChaosReport, title: string): string {
     ...report.crashes.map((c) => `${c.role} ${c.slot} (pid ${c.pid}) exited ${c.code}:\n${c.logTail}`),
     ...report.failed.map((f) => `failed: ${f.businessKey} (${f.lastError})`),
     ...report.notAcked.map((n) => `not acked: ${n.eventId} (${n.why})`),
+    ...report.unavailable
+      .filter((u) => !u.explanation)
+      .map((u) => `503 at ${seconds(u.atMs)}, outside every disruption`),
     ...report.faultsNotTaken.map((f) => `fault ${f.fault} on ${f.conversationId} was never taken`),
     ...report.failedStarts.map(
       (f) =>
@@ -374,8 +466,12 @@ export function formatInjectorLog(actions: InjectorAction[]): string {
           return `${at}  no in-flight send seen for ${a.conversationId}: ${a.why}`;
         case 'worker-started':
           return `${at}  worker ${a.slot} started again (pid ${a.pid})`;
+        case 'shards-moved':
+          return `${at}  history shards per node now ${Object.entries(a.owners)
+            .map(([node, n]) => `${node === '0' ? 'unknown owner' : `node ${node}`}: ${n}`)
+            .join(', ')}`;
         default:
-          return `${at}  ${a.kind === 'restart-temporal' ? 'Temporal dev server' : 'PostgreSQL'} down, up again at ${seconds(a.upAtMs)}`;
+          return `${at}  ${describeDisruption(a)}`;
       }
     })
     .join('\n');

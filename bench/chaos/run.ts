@@ -8,9 +8,11 @@ import { Injector, type InjectorOptions } from './injector';
 import { buildPlan, seededRandom } from './plan';
 import { type ChaosReport, passed, reconcileRun, waitUntilQuiet } from './report';
 import { forkSender } from './sender';
-import { SYSTEM_SECRET, System } from './system';
+import { SYSTEM_SECRET, System, type TemporalServerKind } from './system';
 
 export interface ChaosOptions extends InjectorOptions {
+  /** The Temporal dev server, or a two-node cluster of Temporal's own server on PostgreSQL. */
+  server: TemporalServerKind;
   /** Distinct event ids (a share of them second ids for an already planned message). */
   events: number;
   dup: number;
@@ -21,6 +23,8 @@ export interface ChaosOptions extends InjectorOptions {
   workers: number;
   /** SEND_TIMEOUT of the workers: a send attempt's timeout and lease. */
   sendTimeout: string;
+  /** WEBHOOK_START_DEADLINE_MS of the receivers: past it they answer 503. */
+  startDeadlineMs: number;
   seed: number;
   /** How long to wait for the system to settle after the last delivery. */
   quietTimeoutMs: number;
@@ -38,10 +42,12 @@ export const DEFAULT_CHAOS: Omit<ChaosOptions, 'seed' | 'log'> = {
   receivers: 2,
   workers: 2,
   sendTimeout: '10s',
+  startDeadlineMs: 1500,
   faultsPerKind: 6,
   inflightKills: 3,
   killEveryMs: 20_000,
-  restartTemporal: true,
+  server: 'dev-server',
+  temporalFault: 'restart',
   restartPostgres: true,
   downMs: 3000,
   quietTimeoutMs: 20 * 60_000,
@@ -54,6 +60,8 @@ export interface ChaosResult {
   elapsedMs: number;
   /** The run's directory when kept (failed runs are always kept). */
   dir?: string;
+  /** When the last event's first delivery was due, in ms after the senders' start. */
+  sendWindowMs: number;
 }
 
 export function newSeed(): number {
@@ -66,12 +74,16 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const log = (line: string) =>
     options.log(`[${((Date.now() - began) / 1000).toFixed(0).padStart(4)} s] ${line}`);
   log(
-    `starting PostgreSQL, the Temporal dev server, ${options.receivers} receivers, ${options.workers} workers`,
+    `starting PostgreSQL, ${options.server === 'cluster' ? 'a two-node Temporal cluster' : 'the Temporal dev server'}, ${options.receivers} receivers, ${options.workers} workers`,
   );
   const system = await System.start({
+    server: options.server,
     receivers: options.receivers,
     workers: options.workers,
-    env: { SEND_TIMEOUT: options.sendTimeout },
+    env: {
+      SEND_TIMEOUT: options.sendTimeout,
+      WEBHOOK_START_DEADLINE_MS: String(options.startDeadlineMs),
+    },
   });
   let keep = options.keep;
   try {
@@ -133,10 +145,17 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       sender: senderReport,
       injector: injector.log,
       startAt,
+      startDeadlineMs: options.startDeadlineMs,
     });
     const ok = passed(report);
     keep ||= !ok;
-    return { report, passed: ok, elapsedMs: Date.now() - began, dir: keep ? system.dir : undefined };
+    return {
+      report,
+      passed: ok,
+      elapsedMs: Date.now() - began,
+      dir: keep ? system.dir : undefined,
+      sendWindowMs: plan.sendWindowMs,
+    };
   } catch (err) {
     keep = true;
     throw new Error(`${errorMessage(err)} (logs and data kept in ${system.dir})`);

@@ -35,6 +35,8 @@ export interface SenderReport {
   deliveries: number;
   requests: number;
   elapsedMs: number;
+  /** When each 503 answer came (epoch ms): a receiver may say so only while Temporal or PostgreSQL is disrupted. */
+  unavailableAt: number[];
 }
 
 export type SenderMessage =
@@ -51,6 +53,7 @@ async function runJob(job: SenderJob, progress: (done: number) => void): Promise
   };
   let requests = 0;
   let done = 0;
+  const unavailableAt: number[] = [];
 
   async function deliver(delivery: Delivery): Promise<void> {
     const url = `${job.receiverUrls[delivery.receiver]}/webhooks/sandbox`;
@@ -69,6 +72,7 @@ async function runJob(job: SenderJob, progress: (done: number) => void): Promise
         });
         await response.arrayBuffer();
         outcome = String(response.status);
+        if (response.status === 503) unavailableAt.push(Date.now());
         const retryAfter = Number(response.headers.get('retry-after'));
         if (retryAfter > 0) retryAfterMs = retryAfter * 1000;
       } catch (err) {
@@ -121,7 +125,13 @@ async function runJob(job: SenderJob, progress: (done: number) => void): Promise
   } finally {
     clearInterval(ticker);
   }
-  return { events, deliveries: job.deliveries.length, requests, elapsedMs: Date.now() - began };
+  return {
+    events,
+    deliveries: job.deliveries.length,
+    requests,
+    elapsedMs: Date.now() - began,
+    unavailableAt,
+  };
 }
 
 export interface SenderProcess {

