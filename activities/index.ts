@@ -15,12 +15,13 @@ export function createActivities(deps: ActivityDeps) {
   const ledger = ledgerActivities(deps);
   const reply = replyActivities(deps);
   const conversation = conversationActivities(deps);
+  const effects = effectActivities(deps);
   return {
     ...ledger,
     ...reply,
     ...conversation,
-    ...admitActivities({ ledger, reply, conversation }),
-    ...effectActivities(deps),
+    ...effects,
+    ...admitActivities({ ledger, reply, conversation, effects }),
     ...sendActivities(deps),
     ...operationsActivities(deps),
     ...decisionActivities(deps),

@@ -5,7 +5,13 @@
 // cannot know is never retried blindly.
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { errorMessage, Failure } from '../src/failures';
-import type { LookupOutcome, SendInput, SendOutcome, StepPlan } from '../src/model';
+import {
+  type LookupOutcome,
+  type SendInput,
+  type SendOutcome,
+  type StepPlan,
+  TURN_WAIT_MS,
+} from '../src/model';
 import { TargetError } from '../src/targets/types';
 import type { ActivityDeps } from './deps';
 
@@ -13,6 +19,9 @@ import type { ActivityDeps } from './deps';
 const LEASE_MARGIN_MS = 1000;
 /** The lease must still have this long to run when the request is written. */
 const WRITE_MARGIN_MS = 200;
+/** A send waits inside its attempt (TURN_WAIT_MS at most) only when that many earlier sends at most are pending; further back, it waits to be told. */
+const TURN_WAIT_POSITIONS = 3;
+const TURN_POLL_MS = 25;
 
 /** Exponential backoff from 1 s, capped at 10 min, never sooner than Retry-After, plus up to 20 % jitter (Temporal adds none). */
 export function retryDelayMs(attempt: number, retryAfterMs?: number, random = Math.random): number {
@@ -34,6 +43,22 @@ interface Attempt {
 }
 
 export function sendActivities({ effects, targets, logger, metrics, policy }: ActivityDeps) {
+  /**
+   * Waits a little inside the attempt while an earlier send of the conversation is pending and close
+   * ahead (its turn is a send or two away): cheaper than answering `wait` and being told later, which
+   * costs both workflows a task. Otherwise, or once the wait is over, marks the send as waiting to be
+   * told. @returns how many earlier sends are still pending (0: send now).
+   */
+  async function waitInTurn(effectId: string, activity: Context): Promise<number> {
+    const until = Date.now() + TURN_WAIT_MS;
+    let earlier = await effects.earlierPending(effectId);
+    while (earlier > 0 && earlier <= TURN_WAIT_POSITIONS && Date.now() < until) {
+      await activity.sleep(TURN_POLL_MS);
+      earlier = await effects.earlierPending(effectId);
+    }
+    return earlier > 0 ? effects.awaitTurn(effectId) : 0;
+  }
+
   /** Turns a classified failure into the next state: retry (same key), failed, or unknown. */
   async function settleFailure(err: unknown, attempt: Attempt): Promise<SendOutcome> {
     const { effectId, token, target, log } = attempt;
@@ -97,7 +122,7 @@ export function sendActivities({ effects, targets, logger, metrics, policy }: Ac
       // out the gather window, then send only if no earlier send of the conversation is pending.
       const gather = input.gatherUntil ? Date.parse(input.gatherUntil) - Date.now() : 0;
       if (gather > 0) await activity.sleep(Math.min(gather, deadline - Date.now() - 2 * LEASE_MARGIN_MS));
-      const earlier = await effects.earlierPending(input.effectId);
+      const earlier = await waitInTurn(input.effectId, activity);
       if (earlier > 0) return { result: 'wait', earlier, attempts: 0 };
       const resendSafe = (attempt: number) =>
         target.resendSafe?.(input.step, attempt) ?? target.capabilities.idempotencyKey;

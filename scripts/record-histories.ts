@@ -109,6 +109,27 @@ async function main() {
     await save('contended-earlier', earlier!.workflowId);
     await save('contended-later', later!.workflowId);
 
+    // Five at once: the fifth is four sends back, too far to wait inside its attempt, so its workflow
+    // waits to be told (yourTurn) by the fourth's.
+    const line = uniqueId('c');
+    const lineAt = Date.now();
+    fake.answerDelayMs = 300;
+    const five = await Promise.all(
+      [0, 1, 2, 3, 4].map((i) =>
+        start(
+          sandboxEvent({
+            conversationId: line,
+            messageId: `m${i}`,
+            sentAt: new Date(lineAt + i).toISOString(),
+          }),
+        ),
+      ),
+    );
+    for (const handle of five) await handle.result();
+    fake.answerDelayMs = 0;
+    await save('tells-next-in-line', five[3]!.workflowId);
+    await save('told-its-turn', five[4]!.workflowId);
+
     const closedConv = uniqueId('c');
     await (await start(sandboxEvent({ conversationId: closedConv, type: 'close' }))).result();
     const stale = await start(sandboxEvent({ conversationId: closedConv, messageId: 'm1' }));

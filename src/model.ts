@@ -83,6 +83,37 @@ export interface ClaimInput {
   order?: { conversationKey: string; orderKey: string };
 }
 
+/**
+ * What claiming step `stepIndex` of `effect` asks for: one place, for the workflow and for the
+ * admission that claims an event's first step in the same local activity. `ordered`: the effect
+ * keeps its conversation's order in the effects table (runs with one-task sends).
+ */
+export function claimInput(options: {
+  effectId: string;
+  workflowId: string;
+  correlationId: string;
+  plan: Plan;
+  effect: EffectPlan;
+  stepIndex: number;
+  ordered: boolean;
+}): ClaimInput {
+  const { effect, stepIndex, plan } = options;
+  const step = effect.steps[stepIndex]!;
+  return {
+    effectId: options.effectId,
+    workflowId: options.workflowId,
+    correlationId: options.correlationId,
+    integration: effect.integration,
+    businessKey: effect.steps.length > 1 ? `${effect.businessKey}#${step.name}` : effect.businessKey,
+    conversationId: effect.conversationId,
+    step,
+    stepIndex,
+    ...(options.ordered && plan.transition
+      ? { order: { conversationKey: plan.transition.conversationKey, orderKey: plan.transition.orderKey } }
+      : {}),
+  };
+}
+
 export type ClaimResult =
   | { kind: 'owned'; effectId: string; status: EffectStatus; capabilities: TargetCapabilities }
   | { kind: 'duplicate'; ownerWorkflowId: string; ownerStatus: EffectStatus };
@@ -98,6 +129,13 @@ export interface SendInput {
    */
   gatherUntil?: string;
 }
+
+/**
+ * How long a send waits inside its attempt for an earlier send of its conversation that is close
+ * ahead, before its workflow waits to be told instead (activities/send.ts). Its attempt's timeout
+ * allows for it.
+ */
+export const TURN_WAIT_MS = 5000;
 
 /** The workflow of the next send waiting in the conversation, to tell that it is its turn. */
 export type NextInLine = { nextInLine?: string };

@@ -65,10 +65,11 @@ export const alerts = proxyActivities<Activities>({
  * The send activity fails for good only with failures it throws as non-retryable (a missing or
  * unsendable effect, an unknown target); a permanent target error is an outcome, not a failure.
  */
-export function sender(policy: DeliveryPolicy, gatherMs = 0) {
+export function sender(policy: DeliveryPolicy, gatherMs = 0, turnWaitMs = 0) {
   return proxyActivities<Activities>({
-    // The attempt may first wait out the gather window; its lease is still SEND_TIMEOUT at most.
-    startToCloseTimeout: policy.sendTimeoutMs + gatherMs,
+    // The attempt may first wait out the gather window and an earlier send of its conversation; its
+    // lease is still SEND_TIMEOUT at most.
+    startToCloseTimeout: policy.sendTimeoutMs + gatherMs + turnWaitMs,
     scheduleToCloseTimeout: policy.maxElapsedMs,
     retry: {
       initialInterval: '1s',

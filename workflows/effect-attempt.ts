@@ -2,8 +2,17 @@
 // the lease-guarded protocol (activities/send.ts, model/send.pml) in its conversation's order, settle
 // an unknown outcome by lookup, and hand held or failed work to the operator desk.
 import { ActivityFailure, ApplicationFailure, log, sleep, uuid4, workflowInfo } from '@temporalio/workflow';
+import type { FirstStep } from '../activities/admit';
 import { errorMessage, Failure } from '../src/failures';
-import type { EffectPlan, Plan, SendInput, SendOutcome, StepPlan } from '../src/model';
+import {
+  claimInput,
+  type EffectPlan,
+  type Plan,
+  type SendInput,
+  type SendOutcome,
+  type StepPlan,
+  TURN_WAIT_MS,
+} from '../src/model';
 import type { InboundEvent } from '../src/providers/types';
 import { localResponder, lookups, records, responder, type Sender, sender } from './activity-stubs';
 import type { Ordering } from './conversation-line';
@@ -29,6 +38,8 @@ export class EffectAttempt {
     private readonly ordering: Ordering,
     private readonly bookkeeping: typeof records,
     private readonly oneTaskSends: boolean,
+    /** The first step of the first effect, as the admission claimed (and answered) it. */
+    private first?: FirstStep,
   ) {}
 
   /** Runs the steps of one effect in order; completed steps are never redone. */
@@ -47,24 +58,23 @@ export class EffectAttempt {
     stepIndex: number,
     policy: EffectContext['policy'],
   ): Promise<ReplyState> {
-    const businessKey = effect.steps.length > 1 ? `${effect.businessKey}#${step.name}` : effect.businessKey;
     const { details } = this.run;
     details.step = step.name;
-    const { transition } = this.plan;
-    // Claim the business key. A conflict is not "done": the owner's row decides.
-    const claim = await this.bookkeeping.claimEffect({
-      effectId: uuid4(),
+    // Claim the business key (the admission claimed the first step already). A conflict is not
+    // "done": the owner's row decides.
+    const first = this.first;
+    this.first = undefined;
+    const input = claimInput({
+      effectId: first?.claim.kind === 'owned' ? first.claim.effectId : uuid4(),
       workflowId: workflowInfo().workflowId,
       correlationId: this.event.correlationId,
-      integration: effect.integration,
-      businessKey,
-      conversationId: effect.conversationId,
-      step,
+      plan: this.plan,
+      effect,
       stepIndex,
-      ...(this.oneTaskSends && transition
-        ? { order: { conversationKey: transition.conversationKey, orderKey: transition.orderKey } }
-        : {}),
+      ordered: this.oneTaskSends,
     });
+    const { businessKey } = input;
+    const claim = first?.claim ?? (await this.bookkeeping.claimEffect(input));
     if (claim.kind === 'duplicate') {
       this.run.settled({ businessKey, ownerWorkflowId: claim.ownerWorkflowId });
       details.ownerWorkflowId = claim.ownerWorkflowId;
@@ -84,13 +94,13 @@ export class EffectAttempt {
       return 'succeeded';
     }
     // The responder answers once; every attempt sends these same bytes.
-    const prepared = await this.prepareBody(ctx);
+    const prepared = first?.text !== undefined ? { body: { text: first.text } } : await this.prepareBody(ctx);
     if ('done' in prepared) {
       if (prepared.done === 'succeeded') this.run.settled({ businessKey, effectId: ctx.effectId });
       return prepared.done;
     }
     let gatherUntil = this.gatherUntil(policy);
-    const send = sender(policy, gatherUntil ? policy.turnGatherMs : 0);
+    const send = sender(policy, gatherUntil ? policy.turnGatherMs : 0, this.oneTaskSends ? TURN_WAIT_MS : 0);
     for (;;) {
       const sent = await this.ordering.around(() =>
         this.sendAndSettle(send, ctx, prepared.body, gatherUntil),

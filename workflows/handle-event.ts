@@ -11,8 +11,10 @@ import {
   patched,
   type SignalDefinition,
   setHandler,
+  uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
+import type { FirstStep } from '../activities/admit';
 import { Failure } from '../src/failures';
 import { isRefusedPayload, type Plan } from '../src/model';
 import type { InboundEvent } from '../src/providers/types';
@@ -134,10 +136,12 @@ export async function handleEvent(event: InboundEvent): Promise<EventResult> {
   // The ledger (the event id is known beyond Temporal's retention), the routes (which effects the
   // event asks for) and the business state (a late or disallowed event is refused and recorded).
   let plan: Plan;
+  let first: FirstStep | undefined;
   if (oneTaskSends) {
-    const admission = await bookkeeping.admitEvent({ event, workflowId });
+    const admission = await bookkeeping.admitEvent({ event, workflowId, firstEffectId: uuid4() });
     if (!admission.firstTime) return finish('duplicate', DUPLICATE_REASON);
     plan = admission.plan;
+    first = admission.first;
     if (admission.refusal) return finish('stale', admission.refusal);
   } else {
     const ledger = await bookkeeping.recordEvent(event);
@@ -158,7 +162,7 @@ export async function handleEvent(event: InboundEvent): Promise<EventResult> {
   // Runs with one-task sends show `processing` with the effect, when the send starts.
   if (!oneTaskSends) run.setState('processing');
 
-  const attempt = new EffectAttempt(event, plan, run, desk, line, bookkeeping, oneTaskSends);
+  const attempt = new EffectAttempt(event, plan, run, desk, line, bookkeeping, oneTaskSends, first);
   try {
     for (const effect of plan.effects) {
       const outcome = await attempt.runEffect(effect, plan.policy);

@@ -99,6 +99,16 @@ export function createEffectsRepository(pool: Pool) {
     return rows[0] && { target: rows[0].target, ageSeconds: rows[0].age_seconds };
   }
 
+  /** How many earlier sends of the effect's conversation are still pending (0: its turn, or not ordered). */
+  async function earlierPending(effectId: string): Promise<number> {
+    const { rows } = await pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM effects me JOIN effects e ON e.conversation_key = me.conversation_key
+        WHERE me.id = $1 AND e.status IN ${PENDING} AND (e.order_key, e.id) < (me.order_key, me.id)`,
+      [effectId],
+    );
+    return rows[0]?.n ?? 0;
+  }
+
   return {
     /** Inserts the effect under its business key, or reports the row that already holds the key. */
     async claim(input: ClaimInput): Promise<ClaimOutcome> {
@@ -206,7 +216,8 @@ export function createEffectsRepository(pool: Pool) {
           }
           const taken = await client.query<{ attempts: number; lease_expires_at: Date }>(
             `UPDATE effects SET status = '${EFFECT_STEPS.takeLease.to}', attempts = attempts + 1, lease_attempt = attempts + 1,
-                  lease_expires_at = now() + $2 * interval '1 millisecond', next_attempt_at = NULL, updated_at = now()
+                  lease_expires_at = now() + $2 * interval '1 millisecond', next_attempt_at = NULL,
+                  awaiting_turn = false, updated_at = now()
             WHERE id = $1 RETURNING attempts, lease_expires_at`,
             [effectId, leaseMs],
           );
@@ -343,30 +354,39 @@ export function createEffectsRepository(pool: Pool) {
       return moved !== undefined;
     },
 
-    /** How many earlier sends of the effect's conversation are still pending (0: its turn, or not ordered). */
-    async earlierPending(effectId: string): Promise<number> {
-      const { rows } = await pool.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM effects me JOIN effects e ON e.conversation_key = me.conversation_key
-          WHERE me.id = $1 AND e.status IN ${PENDING} AND (e.order_key, e.id) < (me.order_key, me.id)`,
-        [effectId],
-      );
-      return rows[0]?.n ?? 0;
+    earlierPending,
+
+    /**
+     * The send gives up waiting inside its attempt: its workflow will wait to be told. Marked first,
+     * checked after, so that an earlier send settling meanwhile either is seen here or sees the mark.
+     * @returns how many earlier sends are still pending (0: go on after all).
+     */
+    async awaitTurn(effectId: string): Promise<number> {
+      await pool.query('UPDATE effects SET awaiting_turn = true WHERE id = $1', [effectId]);
+      return earlierPending(effectId);
     },
 
     /**
      * Once this effect no longer holds its conversation back: the workflow of the conversation's
-     * earliest pending send, when that one is still waiting (claimed) and not this effect's own.
+     * earliest pending send, when that one waits to be told (see awaitTurn) and is not this effect's own.
      */
     async nextInLine(effectId: string): Promise<string | undefined> {
-      const { rows } = await pool.query<{ workflow_id: string; status: EffectStatus; mine: string }>(
-        `SELECT e.workflow_id, e.status, me.workflow_id AS mine
+      const { rows } = await pool.query<{
+        workflow_id: string;
+        status: EffectStatus;
+        awaiting_turn: boolean;
+        mine: string;
+      }>(
+        `SELECT e.workflow_id, e.status, e.awaiting_turn, me.workflow_id AS mine
            FROM effects me JOIN effects e ON e.conversation_key = me.conversation_key
           WHERE me.id = $1 AND e.status IN ${PENDING}
           ORDER BY e.order_key, e.id LIMIT 1`,
         [effectId],
       );
       const next = rows[0];
-      return next?.status === 'claimed' && next.workflow_id !== next.mine ? next.workflow_id : undefined;
+      return next?.status === 'claimed' && next.awaiting_turn && next.workflow_id !== next.mine
+        ? next.workflow_id
+        : undefined;
     },
 
     /** When the effect was claimed: lookups scan the target's history from there. */

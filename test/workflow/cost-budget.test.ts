@@ -50,12 +50,21 @@ describe('what an event costs Temporal, from recorded histories (docs/benchmarks
     assert.ok(now.historyEvents * 2 <= before.historyEvents);
   });
 
-  it('in a contended conversation, adds one signal and waits without a second workflow', () => {
-    const earlier = costOf('contended-earlier');
-    const later = costOf('contended-later');
-    assert.equal(earlier.signalsSent, 1, 'the earlier send tells the next one');
-    assert.equal(later.signalsReceived, 1);
-    assert.ok(later.activityTasks <= 2, 'one send that found the turn taken, one that sent');
-    assert.ok(transactions(earlier) + transactions(later) <= 14);
+  it('in a conversation with a send close ahead, costs the same: the later send waits inside its attempt', () => {
+    const happy = transactions(costOf('succeeded'));
+    for (const name of ['contended-earlier', 'contended-later']) {
+      const cost = costOf(name);
+      assert.equal(transactions(cost), happy, `${name}: ${transactions(cost)} transactions`);
+      assert.equal(cost.signalsSent + cost.signalsReceived + cost.timers, 0, `${name}: no signal, no timer`);
+    }
+  });
+
+  it('further back in a conversation, waits to be told: one signal, and no other workflow', () => {
+    const teller = costOf('tells-next-in-line');
+    const told = costOf('told-its-turn');
+    assert.equal(teller.signalsSent, 1);
+    assert.equal(told.signalsReceived, 1);
+    assert.ok(told.activityTasks <= 2, 'one send that found the turn taken, one that sent');
+    assert.ok(transactions(teller) + transactions(told) <= 14);
   });
 });
