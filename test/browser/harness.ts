@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
-import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { type BrowserContext, chromium, type Locator, type Page } from 'playwright-core';
 import type { Config } from '../../src/config';
 import { freePort } from '../../src/ports';
 import { type ReceiverHandle, startReceiver } from '../../src/receiver';
@@ -152,6 +152,12 @@ export const webUi = {
     await dialog.waitFor({ state: 'hidden' });
   },
 
+  /** A workflow's page, as an operator opens it from an alert's link. */
+  async openWorkflow(page: Page, uiUrl: string, workflowId: string): Promise<void> {
+    await page.goto(`${uiUrl}/namespaces/default/workflows/${encodeURIComponent(workflowId)}`);
+    await page.getByRole('heading', { name: workflowId }).waitFor();
+  },
+
   /** Types a List Filter query into the workflow list's query box. */
   async searchWorkflows(page: Page, uiUrl: string, query: string): Promise<void> {
     await page.goto(`${uiUrl}/namespaces/default/workflows`);
@@ -181,5 +187,50 @@ export const webUi = {
     await beforeSubmit?.();
     await dialog.getByRole('button', { name: 'Submit' }).click();
     await dialog.waitFor({ state: 'hidden' });
+  },
+
+  /**
+   * Workflow page → More Actions → Send an Update, the update picked from the workflow's own list
+   * (which the UI can read only through the codec login) and one decision naming the workflow. The
+   * form closes once the workflow has answered, saying "Update successful" whatever the answer was:
+   * the verdict itself is in the history (`showVerdict`).
+   */
+  async sendUpdate(page: Page, name: string, payload: object, beforeSubmit?: () => Promise<void>) {
+    await page.getByRole('button', { name: 'More Actions' }).click();
+    await page.getByRole('menuitem', { name: 'Send an Update' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Send an Update' });
+    await dialog.getByRole('button', { name: /Select an Update/ }).click();
+    await page.getByRole('option', { name: new RegExp(`^${name}\\b`) }).click();
+    await webUi.replaceData(page, dialog, payload);
+    await beforeSubmit?.();
+    await dialog.getByRole('button', { name: 'Submit' }).click();
+    await dialog.waitFor({ state: 'hidden' });
+  },
+
+  /** A form's Data editor, emptied first: the Update form keeps what was sent last. */
+  async replaceData(page: Page, dialog: Locator, payload: object): Promise<void> {
+    const editor = dialog.locator('.cm-content');
+    await editor.click();
+    await page.keyboard.press('ControlOrMeta+A');
+    await page.keyboard.press('Delete');
+    await page.keyboard.insertText(JSON.stringify(payload));
+    // The editor reformats its JSON when it loses focus, which moves the Submit button.
+    await editor.blur();
+    await dialog.locator('.cm-content', { hasText: /"workflowId": / }).waitFor();
+  },
+
+  /**
+   * The Event History tab, with the "Update Completed" event whose answer is `verdict` opened (the
+   * list cuts long answers short) and in view.
+   */
+  async showVerdict(page: Page, verdict: string): Promise<void> {
+    await page.getByRole('tab', { name: /^Event History/ }).click();
+    await page
+      .locator('tr', { hasText: 'Workflow Execution Update Completed' })
+      .filter({ hasText: verdict.slice(0, 40) })
+      .click();
+    const answer = page.locator('.cm-line', { hasText: JSON.stringify(verdict) });
+    await answer.waitFor();
+    await answer.scrollIntoViewIfNeeded();
   },
 };

