@@ -176,7 +176,7 @@ export class OperatorDesk {
       case 'request-resend': {
         this.resendRequestedBy = message.actor;
         this.run.setState('awaiting_approval', {
-          recommendedAction: 'a different person approves the resend (approve signal)',
+          recommendedAction: 'a different operator approves the resend (the approve update)',
         });
         this.run.details.pendingResend = {
           operator: this.resendRequestedBy,
