@@ -239,7 +239,7 @@ describe('operator desk: every decision on held and failed work (time-skipping s
       await decideAs(handle, 'alice', 'resolve', { action: 'resend', reason: 'nothing arrived' });
       const awaiting = await waitForState(handle, 'awaiting_approval');
       assert.deepEqual(awaiting.pendingResend, { operator: 'alice', reason: 'nothing arrived' });
-      assert.match(awaiting.recommendedAction ?? '', /different person approves/);
+      assert.match(awaiting.recommendedAction ?? '', /different operator approves/);
       await decideAs(handle, 'alice', 'approve', { reason: 'approving my own' });
       await decideAs(handle, 'bob', 'resolve', { action: 'resend', reason: 'me too' });
       await audited(3);
