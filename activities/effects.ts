@@ -3,8 +3,9 @@
 // status change goes through src/db/effects.ts, which allows only the transitions in its table.
 import { ApplicationFailure } from '@temporalio/activity';
 import { errorMessage, Failure } from '../src/failures';
-import type { ClaimInput, ClaimResult, EffectStatus, NextInLine, ResendCheck, StepPlan } from '../src/model';
+import type { ClaimInput, ClaimResult, EffectStatus, ResendCheck, StepPlan } from '../src/model';
 import type { ActivityDeps } from './deps';
+import { tellNextInLine } from './next-in-line';
 
 export type ResultInput =
   | { effectId: string; status: 'succeeded'; externalId: string; manual?: boolean }
@@ -58,16 +59,15 @@ export function effectActivities({ effects, targets, metrics }: ActivityDeps) {
 
     /**
      * Records a result when the row's status allows it; otherwise reports the status it has. A
-     * recorded result settles the effect for its conversation: the next send waiting there is named.
+     * recorded result settles the effect for its conversation: the next send waiting there is told.
      */
-    async recordResult(
-      input: ResultInput,
-    ): Promise<{ recorded: boolean; status: EffectStatus } & NextInLine> {
+    async recordResult(input: ResultInput): Promise<{ recorded: boolean; status: EffectStatus }> {
       const recorded = await record(input);
       if (recorded) {
         const by = 'manual' in input && input.manual ? 'operator' : 'worker';
         metrics.outcome(recorded.target, input.status, by, recorded.ageSeconds);
-        return { recorded: true, status: input.status, nextInLine: await effects.nextInLine(input.effectId) };
+        await tellNextInLine(effects, input.effectId);
+        return { recorded: true, status: input.status };
       }
       return { recorded: false, status: (await effects.status(input.effectId)) ?? 'discarded' };
     },

@@ -14,6 +14,7 @@ import {
 } from '../src/model';
 import { TargetError } from '../src/targets/types';
 import type { ActivityDeps } from './deps';
+import { tellNextInLine } from './next-in-line';
 
 /** The lease ends this long before Temporal's start-to-close timeout, so a retry finds it expired. */
 const LEASE_MARGIN_MS = 1000;
@@ -88,13 +89,13 @@ export function sendActivities({ effects, targets, logger, metrics, policy }: Ac
     if (classified.errorClass === 'permanent') {
       metrics.outcome(target, 'failed', 'worker');
       await effects.settle(effectId, token, { step: 'settleFailed', error: classified.message });
+      await tellNextInLine(effects, effectId);
       return {
         result: 'failed',
         errorClass: 'permanent',
         error: classified.message,
         fix: classified.details.fix ?? 'fix the cause, then reprocess',
         attempts: token,
-        nextInLine: await effects.nextInLine(effectId),
       };
     }
     // Unknown: this attempt is over (it saw the failure), so it ends its own lease now.
@@ -198,12 +199,8 @@ export function sendActivities({ effects, targets, logger, metrics, policy }: Ac
       const recorded = await effects.recordSuccess(input.effectId, externalId);
       if (recorded) metrics.outcome(target.name, 'succeeded', 'worker', recorded.ageSeconds);
       log.info('sent');
-      return {
-        result: 'succeeded',
-        externalId,
-        attempts: token,
-        nextInLine: await effects.nextInLine(input.effectId),
-      };
+      await tellNextInLine(effects, input.effectId);
+      return { result: 'succeeded', externalId, attempts: token };
     },
 
     /**

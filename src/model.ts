@@ -137,12 +137,9 @@ export interface SendInput {
  */
 export const TURN_WAIT_MS = 5000;
 
-/** The workflow of the next send waiting in the conversation, to tell that it is its turn. */
-export type NextInLine = { nextInLine?: string };
-
 export type SendOutcome =
-  | ({ result: 'succeeded'; externalId: string; attempts: number } & NextInLine)
-  | ({ result: 'failed'; errorClass: 'permanent'; error: string; fix: string; attempts: number } & NextInLine)
+  | { result: 'succeeded'; externalId: string; attempts: number }
+  | { result: 'failed'; errorClass: 'permanent'; error: string; fix: string; attempts: number }
   | { result: 'unknown'; reason: string; leaseExpiresAt: string; attempts: number }
   /** An earlier send of the conversation is still pending: nothing was sent; wait for the turn. */
   | { result: 'wait'; earlier: number; attempts: number };

@@ -135,13 +135,12 @@ export class EffectAttempt {
         return { body: { text } };
       } catch (err) {
         const message = errorMessage(err);
-        const failed = await records.recordResult({
+        await records.recordResult({
           effectId: ctx.effectId,
           status: 'failed',
           errorClass: 'responder',
           error: `responder: ${message}`,
         });
-        await this.ordering.passOn(failed.nextInLine);
         this.run.setState('failed', {
           step: 'prepareReply',
           lastErrorClass: 'responder',
@@ -183,7 +182,6 @@ export class EffectAttempt {
       if (this.oneTaskSends)
         Object.assign(run.details, { lastErrorClass: undefined, recommendedAction: undefined });
       else run.setState('processing', { lastErrorClass: undefined, recommendedAction: undefined });
-      await this.ordering.passOn(outcome.nextInLine);
       return { kind: 'succeeded', externalId: outcome.externalId };
     }
     if (outcome.result === 'failed') {
@@ -192,16 +190,12 @@ export class EffectAttempt {
         lastError: outcome.error,
         recommendedAction: outcome.fix,
       });
-      await this.ordering.passOn(outcome.nextInLine);
       return { kind: 'failed' };
     }
     run.setState('unknown', { lastErrorClass: 'unknown', lastError: outcome.reason });
     const found = await this.lookUpUnknown(ctx, outcome);
-    if (found) {
-      await this.ordering.passOn(found.nextInLine);
-      return { kind: 'succeeded', externalId: found.externalId };
-    }
-    const held = await records.recordResult({
+    if (found) return { kind: 'succeeded', externalId: found };
+    await records.recordResult({
       effectId: ctx.effectId,
       status: 'held',
       errorClass: 'unknown',
@@ -212,7 +206,6 @@ export class EffectAttempt {
         ? 'not found by lookup: check the target, then mark-sent (with its id) or resend (needs approval)'
         : 'the target cannot be asked: check it by hand, then mark-sent (with its id) or resend (needs approval)',
     });
-    await this.ordering.passOn(held.nextInLine);
     return { kind: 'held' };
   }
 
@@ -273,7 +266,6 @@ export class EffectAttempt {
             ? 'check the target; reprocess when it is healthy'
             : 'see the last error; reprocess when fixed',
         attempts,
-        nextInLine: recorded.nextInLine,
       };
     }
   }
@@ -282,12 +274,12 @@ export class EffectAttempt {
    * Unknown outcome, and the target does not dedupe on our key (the send activity already resends
    * with the same key where it does): look the result up once the owner's lease has expired, and
    * again after the target's consistency delay, because "not found yet" is not proof.
-   * @returns the external id when found, and the next send waiting in the conversation.
+   * @returns the external id when found.
    */
   private async lookUpUnknown(
     ctx: EffectContext,
     outcome: Extract<SendOutcome, { result: 'unknown' }>,
-  ): Promise<{ externalId: string; nextInLine?: string } | undefined> {
+  ): Promise<string | undefined> {
     const { effectId, step, capabilities } = ctx;
     if (!capabilities.lookup) return undefined;
     const leaseLeft = Date.parse(outcome.leaseExpiresAt) - Date.now();
@@ -300,12 +292,8 @@ export class EffectAttempt {
         return { found: false as const };
       });
       if (found.found) {
-        const recorded = await records.recordResult({
-          effectId,
-          status: 'succeeded',
-          externalId: found.externalId,
-        });
-        return { externalId: found.externalId, nextInLine: recorded.nextInLine };
+        await records.recordResult({ effectId, status: 'succeeded', externalId: found.externalId });
+        return found.externalId;
       }
     }
     return undefined;

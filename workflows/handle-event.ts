@@ -74,7 +74,7 @@ export async function handleEvent(event: InboundEvent): Promise<EventResult> {
     oneTaskSends ? { ReplyState: 'received', ConversationId: event.conversation?.id } : undefined,
   );
   const desk = new OperatorDesk(run);
-  const line = oneTaskSends ? new ConversationLine(workflowId) : new TurnClient(workflowId, bookkeeping);
+  const line = oneTaskSends ? new ConversationLine() : new TurnClient(workflowId, bookkeeping);
 
   if (line instanceof ConversationLine) setHandler(yourTurnSignal, () => line.onOffered());
   else

@@ -33,7 +33,6 @@ export class TurnClient implements Ordering {
   /** Its sends never answer `wait`, and nobody waits to be told: the turns workflow orders them. */
   expectTurn(): void {}
   async waitForTurn(): Promise<void> {}
-  async passOn(): Promise<void> {}
 
   /** Runs `fn` holding the conversation's turn; the turn is given back however `fn` ends. */
   async around<T>(fn: () => Promise<T>): Promise<T> {
