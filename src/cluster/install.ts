@@ -3,10 +3,10 @@
 // Pinned to the server inside the pinned Temporal CLI (README "Toolchain versions"), so that the tests
 // on the dev server and on the cluster run one server version.
 import { spawn } from 'node:child_process';
-import { accessSync, constants, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { mkdirSync, renameSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { TOOLS_DIR } from '../temporal/binaries';
+import { isExecutable, TOOLS_DIR } from '../temporal/binaries';
 
 export const TEMPORAL_SERVER_VERSION = '1.32.0';
 const MODULE = 'go.temporal.io/server';
@@ -29,15 +29,6 @@ export interface TemporalServerBinaries {
 /** Thrown when the server cannot be built; the message has the command, its error and what to do. */
 export class TemporalServerInstallError extends Error {
   override name = 'TemporalServerInstallError';
-}
-
-function isExecutable(file: string): boolean {
-  try {
-    accessSync(file, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function binariesIn(dir: string): TemporalServerBinaries {

@@ -19,7 +19,8 @@ export interface TemporalBinaries {
   testServer: string;
 }
 
-function isExecutable(file: string): boolean {
+/** Whether `file` exists and this process may run it. */
+export function isExecutable(file: string): boolean {
   try {
     accessSync(file, constants.X_OK);
     return true;

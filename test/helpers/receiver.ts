@@ -1,12 +1,14 @@
 // What the receiver tests share: signed webhook requests as senders make them, a receiver started on
 // port 0, a captured log, and reading counters out of the Prometheus text.
 import { Writable } from 'node:stream';
+import type { Client } from '@temporalio/client';
 import type { Config } from '../../src/config';
 import { createPool, type Pool } from '../../src/db/pool';
 import { createLogger, type Logger } from '../../src/logger';
 import { signStandardWebhook } from '../../src/providers/standard-webhooks';
 import { type ReceiverHandle, startReceiver } from '../../src/receiver';
-import { database, TEST_ENCRYPTION_KEY } from './servers';
+import { connectClient, type TemporalClient } from '../../src/temporal/client';
+import { database, devServer, TEST_ENCRYPTION_KEY } from './servers';
 import { silentLogger, uniqueId } from './system';
 
 /** A Standard Webhooks secret for the `orders` source of the tests' config. */
@@ -27,6 +29,31 @@ export async function startTestReceiver(options: {
     logger: options.logger ?? silentLogger,
     port: 0,
   });
+}
+
+export interface ReceiverSuite {
+  receiver: ReceiverHandle;
+  temporal: TemporalClient;
+  client: Client;
+}
+
+/**
+ * A receiver with `config` on the shared dev server, and a client to look at what it started, for the
+ * describe block it is called in (started before its tests, stopped after).
+ */
+export function receiverSuite(config: Config): ReceiverSuite {
+  const suite = {} as ReceiverSuite;
+  before(async () => {
+    const server = await devServer();
+    suite.receiver = await startTestReceiver({ config, temporalAddress: server.address });
+    suite.temporal = await connectClient(server.address, 'default', TEST_ENCRYPTION_KEY);
+    suite.client = suite.temporal.client;
+  });
+  after(async () => {
+    await suite.receiver?.stop();
+    await suite.temporal?.close();
+  });
+  return suite;
 }
 
 /** A pool to a port nothing listens on: PostgreSQL "down" for readiness checks. */

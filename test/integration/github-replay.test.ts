@@ -3,13 +3,10 @@
 // hooks sharing a delivery id go through as before. Real receiver, dev server and PostgreSQL.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { Client } from '@temporalio/client';
 import { createPool } from '../../src/db/pool';
 import { GITHUB_REPLAY_WINDOW_DAYS, signGitHubDelivery } from '../../src/providers/github';
-import type { ReceiverHandle } from '../../src/receiver';
-import { connectClient, type TemporalClient } from '../../src/temporal/client';
-import { startTestReceiver } from '../helpers/receiver';
-import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
+import { receiverSuite } from '../helpers/receiver';
+import { database } from '../helpers/servers';
 import { testConfig, uniqueId } from '../helpers/system';
 
 const SECRET = 'github-replay-test-secret';
@@ -17,20 +14,7 @@ const SECRET = 'github-replay-test-secret';
 describe('GitHub replayed bodies (dev server, PostgreSQL, HTTP)', function () {
   this.timeout(120_000);
   const config = testConfig({ GITHUB_WEBHOOK_SECRET: SECRET });
-  let receiver: ReceiverHandle;
-  let temporal: TemporalClient;
-  let client: Client;
-
-  before(async () => {
-    const server = await devServer();
-    receiver = await startTestReceiver({ config, temporalAddress: server.address });
-    temporal = await connectClient(server.address, 'default', TEST_ENCRYPTION_KEY);
-    client = temporal.client;
-  });
-  after(async () => {
-    await receiver?.stop();
-    await temporal?.close();
-  });
+  const suite = receiverSuite(config);
 
   const issueOpened = () =>
     JSON.stringify({
@@ -40,11 +24,11 @@ describe('GitHub replayed bodies (dev server, PostgreSQL, HTTP)', function () {
     });
   const deliver = async (body: string, deliveryId: string, hookId = '77') => {
     const headers = await signGitHubDelivery(SECRET, body, { event: 'issues', deliveryId, hookId });
-    const response = await fetch(`${receiver.url}/webhooks/github`, { method: 'POST', headers, body });
+    const response = await fetch(`${suite.receiver.url}/webhooks/github`, { method: 'POST', headers, body });
     return { status: response.status, body: (await response.json()) as Record<string, unknown> };
   };
   const exists = (workflowId: string) =>
-    client.workflow
+    suite.client.workflow
       .getHandle(workflowId)
       .describe()
       .then(

@@ -2,21 +2,18 @@
 // concurrent deliveries start a workflow; the rest, and any redelivery after it closed, are answered
 // `200 duplicate` and change nothing.
 import assert from 'node:assert/strict';
-import type { Client } from '@temporalio/client';
-import type { ReceiverHandle } from '../../src/receiver';
-import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import { FakeTarget } from '../helpers/fake-target';
 import {
   counterValue,
   metricsOf,
   post,
+  receiverSuite,
   STD_SECRET,
   STD_SOURCE,
   sandboxRequest,
   standardRequest,
-  startTestReceiver,
 } from '../helpers/receiver';
-import { devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
+import { devServer } from '../helpers/servers';
 import { testConfig, withWorker } from '../helpers/system';
 import { effectRows } from '../helpers/workflows';
 
@@ -25,27 +22,17 @@ const DELIVERIES = 50;
 describe('receiver: concurrent and late redeliveries (dev server, PostgreSQL, HTTP)', function () {
   this.timeout(120_000);
   const config = testConfig({ STANDARD_WEBHOOKS_SECRETS: `${STD_SOURCE}=${STD_SECRET}` });
-  let receiver: ReceiverHandle;
-  let temporal: TemporalClient;
-  let client: Client;
+  const suite = receiverSuite(config);
   const target = new FakeTarget();
 
-  before(async () => {
-    const server = await devServer();
-    await target.start();
-    receiver = await startTestReceiver({ config, temporalAddress: server.address });
-    temporal = await connectClient(server.address, 'default', TEST_ENCRYPTION_KEY);
-    client = temporal.client;
-  });
+  before(() => target.start());
   after(async () => {
-    await receiver?.stop();
-    await temporal?.close();
     await target.stop();
   });
 
   const runsOf = async (workflowId: string) => {
     const runs: string[] = [];
-    for await (const run of client.workflow.list({ query: `WorkflowId = '${workflowId}'` }))
+    for await (const run of suite.client.workflow.list({ query: `WorkflowId = '${workflowId}'` }))
       runs.push(run.runId);
     return runs;
   };
@@ -53,9 +40,11 @@ describe('receiver: concurrent and late redeliveries (dev server, PostgreSQL, HT
   it(`starts one workflow for ${DELIVERIES} concurrent deliveries of one event and answers the rest 200 duplicate`, async () => {
     const request = sandboxRequest(config);
     const workflowId = `webhook:sandbox:${request.eventId}`;
-    const before = await metricsOf(receiver);
+    const before = await metricsOf(suite.receiver);
 
-    const responses = await Promise.all(Array.from({ length: DELIVERIES }, () => post(receiver, request)));
+    const responses = await Promise.all(
+      Array.from({ length: DELIVERIES }, () => post(suite.receiver, request)),
+    );
     const answers = await Promise.all(
       responses.map(async (r) => ({ status: r.status, body: (await r.json()) as unknown })),
     );
@@ -66,7 +55,7 @@ describe('receiver: concurrent and late redeliveries (dev server, PostgreSQL, HT
     for (const d of duplicates) assert.deepEqual(d.body, { status: 'duplicate', workflowId });
     assert.equal((await runsOf(workflowId)).length, 1, 'exactly one workflow run');
 
-    const after = await metricsOf(receiver);
+    const after = await metricsOf(suite.receiver);
     const moved = (outcome: string) =>
       counterValue(after, 'replyflow_webhook_requests_total', { provider: 'sandbox', outcome }) -
       counterValue(before, 'replyflow_webhook_requests_total', { provider: 'sandbox', outcome });
@@ -76,7 +65,7 @@ describe('receiver: concurrent and late redeliveries (dev server, PostgreSQL, HT
     const server = await devServer();
     const result = await withWorker(
       { address: server.address, config: { ...config, SANDBOX_API_URL: target.url } },
-      () => client.workflow.getHandle(workflowId).result(),
+      () => suite.client.workflow.getHandle(workflowId).result(),
     );
     assert.equal(result.state, 'succeeded');
     const [effect, ...others] = await effectRows(`chat:sandbox:${request.conversationId}:`);
@@ -87,17 +76,17 @@ describe('receiver: concurrent and late redeliveries (dev server, PostgreSQL, HT
   it('answers 200 duplicate to a redelivery after the workflow closed, and starts no new run', async () => {
     const first = standardRequest();
     const workflowId = `webhook:std.orders:${first.eventId}`;
-    const accepted = await post(receiver, first);
+    const accepted = await post(suite.receiver, first);
     assert.equal(accepted.status, 202);
     const server = await devServer();
     await withWorker({ address: server.address, config }, () =>
-      client.workflow.getHandle(workflowId).result(),
+      suite.client.workflow.getHandle(workflowId).result(),
     );
-    assert.equal((await client.workflow.getHandle(workflowId).describe()).status.name, 'COMPLETED');
+    assert.equal((await suite.client.workflow.getHandle(workflowId).describe()).status.name, 'COMPLETED');
 
     // A sender's later retry: same id, a fresh timestamp and signature.
     const redelivery = standardRequest({ eventId: first.eventId, body: first.body });
-    const answer = await post(receiver, redelivery);
+    const answer = await post(suite.receiver, redelivery);
     assert.equal(answer.status, 200);
     assert.deepEqual(await answer.json(), { status: 'duplicate', workflowId });
     assert.equal((await runsOf(workflowId)).length, 1);

@@ -2,16 +2,15 @@
 // /metrics counters by provider and outcome with the ack latency histogram, and a correlation id
 // that travels from the request into the workflow's memo and search attributes.
 import assert from 'node:assert/strict';
-import type { Client } from '@temporalio/client';
 import type { Pool } from '../../src/db/pool';
 import type { ReceiverHandle } from '../../src/receiver';
-import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import { startDevServer } from '../../src/temporal/dev-server';
 import { CorrelationId } from '../../workflows/search-attributes';
 import {
   counterValue,
   metricsOf,
   post,
+  receiverSuite,
   STD_SECRET,
   STD_SOURCE,
   sandboxRequest,
@@ -19,7 +18,7 @@ import {
   startTestReceiver,
   unreachablePool,
 } from '../helpers/receiver';
-import { devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
+import { devServer } from '../helpers/servers';
 import { testConfig, uniqueId } from '../helpers/system';
 
 const readiness = async (receiver: ReceiverHandle) => {
@@ -30,26 +29,13 @@ const readiness = async (receiver: ReceiverHandle) => {
 describe('receiver: operations endpoints and correlation ids (dev server, PostgreSQL, HTTP)', function () {
   this.timeout(120_000);
   const config = testConfig({ STANDARD_WEBHOOKS_SECRETS: `${STD_SOURCE}=${STD_SECRET}` });
-  let receiver: ReceiverHandle;
-  let temporal: TemporalClient;
-  let client: Client;
-
-  before(async () => {
-    const server = await devServer();
-    receiver = await startTestReceiver({ config, temporalAddress: server.address });
-    temporal = await connectClient(server.address, 'default', TEST_ENCRYPTION_KEY);
-    client = temporal.client;
-  });
-  after(async () => {
-    await receiver?.stop();
-    await temporal?.close();
-  });
+  const suite = receiverSuite(config);
 
   it('answers /healthz and reports both dependencies ready', async () => {
-    const health = await fetch(`${receiver.url}/healthz`);
+    const health = await fetch(`${suite.receiver.url}/healthz`);
     assert.equal(health.status, 200);
     assert.deepEqual(await health.json(), { status: 'ok' });
-    assert.deepEqual(await readiness(receiver), {
+    assert.deepEqual(await readiness(suite.receiver), {
       status: 200,
       body: { status: 'ready', checks: { temporal: 'up', postgres: 'up', searchAttributes: 'up' } },
     });
@@ -103,18 +89,21 @@ describe('receiver: operations endpoints and correlation ids (dev server, Postgr
   });
 
   it('counts requests by provider and outcome, and observes ack latency', async () => {
-    const before = await metricsOf(receiver);
+    const before = await metricsOf(suite.receiver);
     const accepted = standardRequest();
-    assert.equal((await post(receiver, accepted)).status, 202);
-    assert.equal((await post(receiver, accepted)).status, 200);
+    assert.equal((await post(suite.receiver, accepted)).status, 202);
+    assert.equal((await post(suite.receiver, accepted)).status, 200);
     assert.equal(
-      (await post(receiver, standardRequest({ secret: config.SANDBOX_WEBHOOK_SECRET }))).status,
+      (await post(suite.receiver, standardRequest({ secret: config.SANDBOX_WEBHOOK_SECRET }))).status,
       401,
     );
-    assert.equal((await post(receiver, standardRequest({ body: '{"type": 1' }))).status, 400);
-    assert.equal((await post(receiver, { ...standardRequest(), path: '/webhooks/nonesuch' })).status, 404);
+    assert.equal((await post(suite.receiver, standardRequest({ body: '{"type": 1' }))).status, 400);
+    assert.equal(
+      (await post(suite.receiver, { ...standardRequest(), path: '/webhooks/nonesuch' })).status,
+      404,
+    );
 
-    const response = await fetch(`${receiver.url}/metrics`);
+    const response = await fetch(`${suite.receiver.url}/metrics`);
     assert.match(response.headers.get('content-type') ?? '', /^text\/plain/);
     const after = await response.text();
     const moved = (provider: string, outcome: string, name = 'replyflow_webhook_requests_total') =>
@@ -140,11 +129,11 @@ describe('receiver: operations endpoints and correlation ids (dev server, Postgr
   it('carries the X-Request-Id into the workflow memo and the CorrelationId search attribute', async () => {
     const requestId = uniqueId('req-');
     const request = sandboxRequest(config);
-    const response = await post(receiver, request, { 'x-request-id': requestId });
+    const response = await post(suite.receiver, request, { 'x-request-id': requestId });
     assert.equal(response.status, 202);
     assert.equal(response.headers.get('x-request-id'), requestId);
     const { workflowId } = (await response.json()) as { workflowId: string };
-    const description = await client.workflow.getHandle(workflowId).describe();
+    const description = await suite.client.workflow.getHandle(workflowId).describe();
     assert.deepEqual(description.memo, { correlationId: requestId });
     assert.equal(description.typedSearchAttributes.get(CorrelationId), requestId);
   });
@@ -156,7 +145,7 @@ describe('receiver: operations endpoints and correlation ids (dev server, Postgr
   ] as const) {
     it(`generates a correlation id when X-Request-Id is ${name}`, async () => {
       const response = await post(
-        receiver,
+        suite.receiver,
         sandboxRequest(config),
         given === undefined ? {} : { 'x-request-id': given },
       );
@@ -164,7 +153,7 @@ describe('receiver: operations endpoints and correlation ids (dev server, Postgr
       const generated = response.headers.get('x-request-id') ?? '';
       assert.match(generated, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
       const { workflowId } = (await response.json()) as { workflowId: string };
-      const description = await client.workflow.getHandle(workflowId).describe();
+      const description = await suite.client.workflow.getHandle(workflowId).describe();
       assert.deepEqual(description.memo, { correlationId: generated });
       assert.equal(description.typedSearchAttributes.get(CorrelationId), generated);
     });
