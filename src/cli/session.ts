@@ -3,12 +3,12 @@
 // opened on first use and closed when the command ends. Temporal payloads go through the codec
 // server with the operator's token, so the CLI needs no payload key. Unset addresses mean the
 // embedded system `replyflow start` runs under the data dir.
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { type Config, loadConfig } from '../config';
 import { createOperatorStore, type OperatorAccount } from '../db/operators';
 import { createPool, type Pool } from '../db/pool';
+import { runningClusterUrl } from '../embedded/postgres';
 import type { OperatorRole } from '../model';
 import { NOT_PERMITTED, recordAction } from '../operator/audit';
 import { NotPermittedError, OperatorInputError, OperatorTokenRefusedError } from '../operator/errors';
@@ -102,23 +102,17 @@ export function codecUrl(config: Config): string {
 }
 
 /**
- * DATABASE_URL, else the embedded PostgreSQL of `replyflow start`: its port is in the cluster's
- * postmaster.pid (fourth line), its credentials are the launcher's fixed local ones.
+ * DATABASE_URL, else the embedded PostgreSQL of `replyflow start` under the data dir, as the
+ * application's role (src/embedded/postgres.ts).
  */
 export function databaseUrl(config: Config): string {
   if (config.DATABASE_URL) return config.DATABASE_URL;
-  const pidFile = path.join(config.REPLYFLOW_DATA_DIR, 'postgres', 'postmaster.pid');
-  let port: string | undefined;
-  try {
-    port = readFileSync(pidFile, 'utf8').split('\n')[3]?.trim();
-  } catch {
-    port = undefined;
-  }
-  if (!port || !/^\d+$/.test(port)) {
+  const dir = path.join(config.REPLYFLOW_DATA_DIR, 'postgres');
+  const url = runningClusterUrl(dir);
+  if (!url)
     throw new OperatorInputError(
-      `DATABASE_URL is unset and no embedded PostgreSQL is running under ${path.dirname(pidFile)}: ` +
+      `DATABASE_URL is unset and no embedded PostgreSQL is running under ${dir}: ` +
         'run `replyflow start` first, or set DATABASE_URL',
     );
-  }
-  return `postgres://postgres:postgres@127.0.0.1:${port}/replyflow`;
+  return url;
 }

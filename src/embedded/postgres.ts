@@ -145,6 +145,23 @@ function randomPassword(): string {
   return randomBytes(24).toString('base64url');
 }
 
+/**
+ * How a tool on this machine reaches the embedded cluster `replyflow start` runs under `dir` (the CLI
+ * beside it): the port from its postmaster.pid (fourth line), the application role's generated
+ * password from the credentials stored there. Undefined when no cluster runs there.
+ */
+export function runningClusterUrl(dir: string, database = 'replyflow'): string | undefined {
+  let port: string | undefined;
+  try {
+    port = readFileSync(path.join(dir, 'postmaster.pid'), 'utf8').split('\n')[3]?.trim();
+  } catch {
+    return undefined;
+  }
+  const credentials = readCredentials(dir);
+  if (!port || !/^\d+$/.test(port) || !credentials) return undefined;
+  return `postgres://${APP}:${encodeURIComponent(credentials.app)}@127.0.0.1:${port}/${database}`;
+}
+
 function readCredentials(dir: string): Credentials | undefined {
   const file = path.join(dir, CREDENTIALS_FILE);
   return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Credentials) : undefined;

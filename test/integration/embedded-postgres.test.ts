@@ -7,11 +7,14 @@ import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statS
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { migrate } from '../../src/db/migrate';
+import { createPool } from '../../src/db/pool';
 import {
   type Binaries,
   EmbeddedPostgresError,
   packagedBinaries,
   reachableBinaries,
+  runningClusterUrl,
   startEmbeddedPostgres,
   systemUser,
 } from '../../src/embedded/postgres';
@@ -96,6 +99,38 @@ describe('embedded PostgreSQL', function () {
         await again.stop();
       }
     });
+  });
+
+  it('is what the CLI beside `replyflow start` connects with: the application role, its generated password', async () => {
+    const dataDir = openDir('replyflow-pg-cli-');
+    const dir = path.join(dataDir, 'postgres');
+    const running = await startEmbeddedPostgres({ dir, ephemeral: true });
+    try {
+      assert.equal(runningClusterUrl(dir), running.url);
+      const admin = createPool(running.adminUrl, 1);
+      await migrate(admin);
+      await admin.end();
+      // A user's shell beside `npm start`: no DATABASE_URL, the data dir's cluster found by itself.
+      const env = { ...process.env, REPLYFLOW_DATA_DIR: dataDir, DATABASE_URL: undefined };
+      const bin = path.resolve(__dirname, '..', '..', 'bin', 'replyflow.js');
+      const added = spawnSync(process.execPath, [bin, 'operator', 'add', 'ana', '--roles', 'resend'], {
+        env,
+        encoding: 'utf8',
+      });
+      assert.equal(added.status, 0, added.stderr);
+      assert.match(added.stdout, /^token: rfo_/m);
+      const client = new pg.Client({ connectionString: running.url });
+      await client.connect();
+      const { rows } = await client.query<{ name: string }>('SELECT name FROM operators');
+      await client.end();
+      assert.deepEqual(
+        rows.map((r) => r.name),
+        ['ana'],
+      );
+    } finally {
+      await running.stop();
+    }
+    assert.equal(runningClusterUrl(dir), undefined, 'nothing runs there any more');
   });
 
   it('replaces the fixed password of a cluster initialised before passwords were generated', async () => {
