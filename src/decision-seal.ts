@@ -28,10 +28,21 @@ export interface SealClaims {
 /** A sealed decision lives this long: enough to cross Temporal, too short to keep a stolen one. */
 export const DECISION_TTL_MS = 10 * 60_000;
 
-/** The seal key for one payload key: separate from it, so a seal is never mistaken for ciphertext. */
-export function sealKey(payloadKey: Buffer): Buffer {
-  return Buffer.from(hkdfSync('sha256', payloadKey, Buffer.alloc(0), 'replyflow decision seal v1', 32));
+/**
+ * A MAC key derived from a payload key for one purpose (`purpose` names it, with a version): separate
+ * from the payload key and from every other purpose's, so no other secret needs managing and a MAC
+ * made for one purpose never verifies for another.
+ */
+export function derivedKey(payloadKey: Buffer, purpose: string): Buffer {
+  return Buffer.from(hkdfSync('sha256', payloadKey, Buffer.alloc(0), `replyflow ${purpose}`, 32));
 }
+
+/** Whether a MAC someone presented equals the expected one, compared in constant time. */
+export function macMatches(given: Buffer, expected: Buffer): boolean {
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+const sealKey = (payloadKey: Buffer) => derivedKey(payloadKey, 'decision seal v1');
 
 /** JSON with keys sorted at every level, so the digest does not depend on how a client ordered them. */
 function canonical(value: unknown): string {
@@ -93,8 +104,7 @@ export function openSeal(body: unknown, payloadKeys: Record<string, Buffer>): Op
   if (!payloadKey) return { ok: false, reason: 'forged: sealed with an unknown key' };
   const expected = mac(sealKey(payloadKey), encoded);
   const given = Buffer.from(signature, 'base64url');
-  if (given.length !== expected.length || !timingSafeEqual(given, expected))
-    return { ok: false, reason: 'forged: the seal does not verify' };
+  if (!macMatches(given, expected)) return { ok: false, reason: 'forged: the seal does not verify' };
   if (claims.bodyDigest !== bodyDigest(body as Record<string, unknown>))
     return { ok: false, reason: 'forged: the decision was changed after it was sealed' };
   return { ok: true, claims };

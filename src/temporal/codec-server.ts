@@ -5,7 +5,7 @@
 // through it (starting workflows is the receiver's job alone). Operators authenticate on every call:
 // their token as a bearer token, or the browser session cookie /codec/login sets.
 
-import { createHmac, hkdfSync, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import { METADATA_ENCODING_KEY, type Payload } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import express, { type NextFunction, type Request, type Response } from 'express';
@@ -13,7 +13,7 @@ import { z } from 'zod';
 import type { Config } from '../config';
 import { createOperatorStore, type OperatorAccount, type OperatorStore } from '../db/operators';
 import type { Pool } from '../db/pool';
-import { sealDecision } from '../decision-seal';
+import { derivedKey, macMatches, sealDecision } from '../decision-seal';
 import { errorMessage } from '../failures';
 import type { Logger } from '../logger';
 import { keyring, payloadCodec } from './client';
@@ -91,13 +91,8 @@ export interface SessionClaims {
   expiresAt: number;
 }
 
-/** The session MAC key: derived from the payload key, so no other secret needs managing. */
-function sessionKey(payloadKey: Buffer): Buffer {
-  return Buffer.from(hkdfSync('sha256', payloadKey, Buffer.alloc(0), 'replyflow codec session v1', 32));
-}
-
 function sessionMac(payloadKey: Buffer, encodedClaims: string): Buffer {
-  return createHmac('sha256', sessionKey(payloadKey)).update(encodedClaims).digest();
+  return createHmac('sha256', derivedKey(payloadKey, 'codec session v1')).update(encodedClaims).digest();
 }
 
 /** A session cookie's value: the claims and their MAC. It names the operator; it carries no token. */
@@ -117,7 +112,7 @@ function openSessionValue(
   const [, encoded, mac] = match as unknown as [string, string, string];
   const given = Buffer.from(mac, 'base64url');
   const expected = sessionMac(payloadKey, encoded);
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
+  if (!macMatches(given, expected)) return undefined;
   const claims = JSON.parse(Buffer.from(encoded, 'base64url').toString('utf8')) as SessionClaims;
   return claims.expiresAt > now ? claims : undefined;
 }
