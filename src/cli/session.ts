@@ -18,8 +18,6 @@ import { CODEC_PATH } from '../temporal/codec-server';
 import type { CliIo } from './io';
 import { operatorToken } from './operator-token';
 
-/** The embedded launcher's Temporal frontend (src/launcher.ts). */
-
 export interface Session {
   config: Config;
   pool(): Promise<Pool>;
