@@ -33,6 +33,20 @@ export const EFFECT_STEPS = {
 
 export type EffectStep = keyof typeof EFFECT_STEPS;
 
+/** Takes a new lease on row $1 for $2 ms (if `condition` holds); its token is the row's new attempt count. */
+const takeLeaseSql = (
+  condition = '',
+) => `UPDATE effects SET status = '${EFFECT_STEPS.takeLease.to}', attempts = attempts + 1,
+    lease_attempt = attempts + 1, lease_expires_at = now() + $2 * interval '1 millisecond',
+    next_attempt_at = NULL, awaiting_turn = false, updated_at = now()
+  WHERE id = $1 ${condition} RETURNING attempts, lease_expires_at`;
+
+const leaseFrom = (row: { attempts: number; lease_expires_at: Date }): LeaseResult => ({
+  kind: 'lease',
+  token: row.attempts,
+  expiresAt: row.lease_expires_at,
+});
+
 /** What `takeLease` found: a lease to send under, or why this attempt must not send. */
 export type LeaseResult =
   | { kind: 'lease'; token: number; expiresAt: Date }
@@ -152,6 +166,12 @@ export function createEffectsRepository(pool: Pool) {
       leaseMs: number,
       resendSafe: (attempt: number) => boolean,
     ): Promise<LeaseResult> {
+      // The common case in one statement: a claimed or retry_wait row has nothing to judge first.
+      const fresh = await pool.query<{ attempts: number; lease_expires_at: Date }>(
+        takeLeaseSql(`AND status IN ('claimed', 'retry_wait')`),
+        [effectId, leaseMs],
+      );
+      if (fresh.rows[0]) return leaseFrom(fresh.rows[0]);
       return withClient(pool, async (client) => {
         try {
           await client.query('BEGIN');
@@ -214,19 +234,12 @@ export function createEffectsRepository(pool: Pool) {
               await client.query('ROLLBACK');
               return { kind: 'not-sendable', status: row.status };
           }
-          const taken = await client.query<{ attempts: number; lease_expires_at: Date }>(
-            `UPDATE effects SET status = '${EFFECT_STEPS.takeLease.to}', attempts = attempts + 1, lease_attempt = attempts + 1,
-                  lease_expires_at = now() + $2 * interval '1 millisecond', next_attempt_at = NULL,
-                  awaiting_turn = false, updated_at = now()
-            WHERE id = $1 RETURNING attempts, lease_expires_at`,
-            [effectId, leaseMs],
-          );
+          const taken = await client.query<{ attempts: number; lease_expires_at: Date }>(takeLeaseSql(), [
+            effectId,
+            leaseMs,
+          ]);
           await client.query('COMMIT');
-          return {
-            kind: 'lease',
-            token: taken.rows[0]!.attempts,
-            expiresAt: taken.rows[0]!.lease_expires_at,
-          };
+          return leaseFrom(taken.rows[0]!);
         } catch (err) {
           await client.query('ROLLBACK').catch(() => {});
           throw err;
