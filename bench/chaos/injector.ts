@@ -339,14 +339,22 @@ export class Injector {
     }
   }
 
-  /** The pid of the worker running the workflow's pending `send` (Temporal's identity is `pid@host`). */
+  /**
+   * The pid of the worker running the workflow's send (Temporal's identity is `pid@host`): the worker
+   * of its pending `send` activity, or, for a send run as a local activity (the `local-sends` patch),
+   * the worker that started the workflow task still in flight.
+   */
   private async senderPid(workflowId: string): Promise<number | undefined> {
-    const description = await this.system.client.client.workflow
-      .getHandle(workflowId)
-      .describe()
-      .catch(() => undefined);
+    const handle = this.system.client.client.workflow.getHandle(workflowId);
+    const description = await handle.describe().catch(() => undefined);
     const pending = description?.raw.pendingActivities?.find((a) => a.activityType?.name === 'send');
-    const pid = Number(pending?.lastWorkerIdentity?.split('@')[0]);
+    let identity = pending?.lastWorkerIdentity;
+    if (!identity && description?.raw.pendingWorkflowTask?.startedTime) {
+      const history = await handle.fetchHistory().catch(() => undefined);
+      const started = history?.events?.filter((e) => e.workflowTaskStartedEventAttributes).at(-1);
+      identity = started?.workflowTaskStartedEventAttributes?.identity ?? undefined;
+    }
+    const pid = Number(identity?.split('@')[0]);
     return Number.isInteger(pid) && pid > 0 ? pid : undefined;
   }
 
