@@ -3,6 +3,23 @@ import { Context } from '@temporalio/activity';
 import type { InboundEvent } from '../src/providers/types';
 import type { ActivityDeps } from './deps';
 
+export interface EventOutcome {
+  provider: string;
+  eventId: string;
+  outcome: string;
+  reason?: string;
+}
+
+/** Writes the final state of the current activity's run's event (never over an earlier run's). */
+export async function writeOutcome(pool: ActivityDeps['pool'], input: EventOutcome): Promise<void> {
+  const runId = Context.current().info.workflowExecution?.runId ?? '';
+  await pool.query(
+    `UPDATE events SET outcome = $3, outcome_reason = $4, completed_at = now()
+      WHERE provider = $1 AND event_id = $2 AND run_id = $5`,
+    [input.provider, input.eventId, input.outcome, input.reason ?? null, runId],
+  );
+}
+
 export function ledgerActivities({ pool }: ActivityDeps) {
   return {
     /**
@@ -36,18 +53,8 @@ export function ledgerActivities({ pool }: ActivityDeps) {
     },
 
     /** Writes the final state of this run's event (never over an earlier run's). */
-    async recordOutcome(input: {
-      provider: string;
-      eventId: string;
-      outcome: string;
-      reason?: string;
-    }): Promise<void> {
-      const runId = Context.current().info.workflowExecution?.runId ?? '';
-      await pool.query(
-        `UPDATE events SET outcome = $3, outcome_reason = $4, completed_at = now()
-          WHERE provider = $1 AND event_id = $2 AND run_id = $5`,
-        [input.provider, input.eventId, input.outcome, input.reason ?? null, runId],
-      );
+    async recordOutcome(input: EventOutcome): Promise<void> {
+      await writeOutcome(pool, input);
     },
   };
 }

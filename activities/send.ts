@@ -14,6 +14,7 @@ import {
 } from '../src/model';
 import { TargetError } from '../src/targets/types';
 import type { ActivityDeps } from './deps';
+import { writeOutcome } from './ledger';
 import { tellNextInLine } from './next-in-line';
 
 /** The lease ends this long before Temporal's start-to-close timeout, so a retry finds it expired. */
@@ -43,7 +44,7 @@ interface Attempt {
   log: ActivityDeps['logger'];
 }
 
-export function sendActivities({ effects, targets, logger, metrics, policy }: ActivityDeps) {
+export function sendActivities({ pool, effects, targets, logger, metrics, policy }: ActivityDeps) {
   /**
    * Waits a little inside the attempt while an earlier send of the conversation is pending and close
    * ahead (its turn is a send or two away): cheaper than answering `wait` and being told later, which
@@ -108,6 +109,12 @@ export function sendActivities({ effects, targets, logger, metrics, policy }: Ac
     };
   }
 
+  /** A send that succeeded (now or in an earlier attempt), with the event's outcome when it asks for it. */
+  async function succeeded(input: SendInput, externalId: string, attempts: number): Promise<SendOutcome> {
+    if (input.ledgerOnSuccess) await writeOutcome(pool, { ...input.ledgerOnSuccess, outcome: 'succeeded' });
+    return { result: 'succeeded', externalId, attempts };
+  }
+
   return {
     async send(input: SendInput): Promise<SendOutcome> {
       const activity = Context.current();
@@ -149,7 +156,7 @@ export function sendActivities({ effects, targets, logger, metrics, policy }: Ac
             nextRetryDelay: lease.leftMs + LEASE_MARGIN_MS,
           });
         case 'succeeded':
-          return { result: 'succeeded', externalId: lease.externalId, attempts: lease.attempts };
+          return succeeded(input, lease.externalId, lease.attempts);
         case 'unknown':
           return {
             result: 'unknown',
@@ -200,7 +207,7 @@ export function sendActivities({ effects, targets, logger, metrics, policy }: Ac
       if (recorded) metrics.outcome(target.name, 'succeeded', 'worker', recorded.ageSeconds);
       log.info('sent');
       await tellNextInLine(effects, input.effectId);
-      return { result: 'succeeded', externalId, attempts: token };
+      return succeeded(input, externalId, token);
     },
 
     /**

@@ -9,6 +9,11 @@
  * pending; the workflow then runs the send activity again later, exactly as after a retry that found
  * the row `claimed`. An attempt that stalls there is an attempt that stalls before takeLease.
  *
+ * Who retries an attempt does not change the protocol: the send is a local activity since the
+ * `local-sends` patch, and the worker's SDK times its attempts out and retries them as the server does an
+ * activity's (a late result dropped). A worker that dies mid-attempt is an attempt stalled for ever; the
+ * worker that takes the workflow task over runs a new attempt beside it, as startAttempt() does.
+ *
  * Variants that must fail, so that the check can fail: NO_LEASE (send-no-lease.pml) drops the lease
  * check before the write; UNCHECKED_REPROCESS is the effects code before the fix that the model found, where
  * a spent retry budget recorded `failed` over a `sending` row and prepareResend moved a row back to

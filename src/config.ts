@@ -227,7 +227,7 @@ export const configSchema = z.object({
    * is evicted and replayed when it wakes. Unset: what the SDK derives from the heap (docs/deploy.md).
    */
   WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).optional(),
-  /** Activities a worker runs at once: sends (each may first wait out TURN_GATHER), lookups, alerts. */
+  /** Sends a worker runs at once (each may first wait out TURN_GATHER), and as many other activities. */
   WORKER_ACTIVITY_SLOTS: z.coerce.number().int().min(1).default(200),
   /** An FAQ file (JSON) for the default responder; unset: the built-in FAQ. */
   RESPONDER_FAQ_FILE: optional,

@@ -128,6 +128,11 @@ export interface SendInput {
    * that earlier messages delivered a little later are claimed first and go first.
    */
   gatherUntil?: string;
+  /**
+   * The event whose ledger row this send marks `succeeded` when it succeeds: the run's last step, so
+   * the workflow need not record its outcome in a step of its own (runs with local sends).
+   */
+  ledgerOnSuccess?: { provider: string; eventId: string };
 }
 
 /**

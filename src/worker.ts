@@ -158,6 +158,8 @@ export async function createWorker(
         maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
       }),
       maxConcurrentActivityTaskExecutions: config.WORKER_ACTIVITY_SLOTS,
+      // Sends are local activities since the `local-sends` patch: the same slots for them.
+      maxConcurrentLocalActivityExecutions: config.WORKER_ACTIVITY_SLOTS,
       ...(options.workerOptions?.workflowBundle ? {} : { workflowsPath: WORKFLOWS_PATH }),
       ...options.workerOptions,
     });

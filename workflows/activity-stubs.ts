@@ -64,9 +64,12 @@ export const alerts = proxyActivities<Activities>({
  * Sends carry their lease: start-to-close bounds the lease, schedule-to-close the retry budget.
  * The send activity fails for good only with failures it throws as non-retryable (a missing or
  * unsendable effect, an unknown target); a permanent target error is an outcome, not a failure.
+ * `local`: runs started since sends were local activities send inside the workflow task, one task
+ * per event instead of three; the lease in PostgreSQL, not Temporal's timeout, is what keeps two
+ * attempts from both writing (model/send.pml), so the protocol is the same either way.
  */
-export function sender(policy: DeliveryPolicy, gatherMs = 0, turnWaitMs = 0) {
-  return proxyActivities<Activities>({
+export function sender(policy: DeliveryPolicy, gatherMs = 0, turnWaitMs = 0, local = false) {
+  const options = {
     // The attempt may first wait out the gather window and an earlier send of its conversation; its
     // lease is still SEND_TIMEOUT at most.
     startToCloseTimeout: policy.sendTimeoutMs + gatherMs + turnWaitMs,
@@ -77,7 +80,8 @@ export function sender(policy: DeliveryPolicy, gatherMs = 0, turnWaitMs = 0) {
       maximumInterval: '10m',
       maximumAttempts: policy.maxAttempts,
     },
-  });
+  } as const;
+  return local ? proxyLocalActivities<Activities>(options) : proxyActivities<Activities>(options);
 }
 
 export type Sender = ReturnType<typeof sender>;

@@ -21,14 +21,26 @@ import type { ReplyState } from './messages';
 import type { OperatorDesk } from './operator-desk';
 import type { RunView } from './run-view';
 
-type Sent = { kind: 'succeeded'; externalId: string } | { kind: 'held' | 'failed' };
+/**
+ * How a run sends, by the patches it recorded: `turns` (a turns workflow per conversation), `one-task`
+ * (order kept by the effects table, the send an activity task), `local` (the same, the send a local
+ * activity inside the workflow task, which also records the event's outcome when it is the last step).
+ */
+export type SendPath = 'turns' | 'one-task' | 'local';
+
+/** `ledgerRecorded`: the send itself marked the event succeeded in the ledger. */
+type Sent = { kind: 'succeeded'; externalId: string; ledgerRecorded?: boolean } | { kind: 'held' | 'failed' };
 type Settled = Exclude<SendOutcome, { result: 'wait' }>;
 
 export class EffectAttempt {
+  /** The event's outcome is in the ledger already: the send of the last step recorded it. */
+  outcomeRecorded = false;
+  private readonly oneTaskSends: boolean;
+
   /**
-   * @param oneTaskSends runs started since sends were ordered by the effects table: the built-in
-   * responder runs in the workflow task, the conversation's order and gather window are kept by the
-   * send activity, and search attributes change once per task. Runs started before keep their way.
+   * @param path how this run sends. Since `one-task`: the built-in responder runs in the workflow task,
+   * the conversation's order and gather window are kept by the send activity, and search attributes
+   * change once per task. Runs started before keep their way.
    */
   constructor(
     private readonly event: InboundEvent,
@@ -37,10 +49,12 @@ export class EffectAttempt {
     private readonly desk: OperatorDesk,
     private readonly ordering: Ordering,
     private readonly bookkeeping: typeof records,
-    private readonly oneTaskSends: boolean,
+    private readonly path: SendPath,
     /** The first step of the first effect, as the admission claimed (and answered) it. */
     private first?: FirstStep,
-  ) {}
+  ) {
+    this.oneTaskSends = path !== 'turns';
+  }
 
   /** Runs the steps of one effect in order; completed steps are never redone. */
   async runEffect(effect: EffectPlan, policy: EffectContext['policy']): Promise<ReplyState> {
@@ -100,12 +114,24 @@ export class EffectAttempt {
       return prepared.done;
     }
     let gatherUntil = this.gatherUntil(policy);
-    const send = sender(policy, gatherUntil ? policy.turnGatherMs : 0, this.oneTaskSends ? TURN_WAIT_MS : 0);
+    const local = this.path === 'local';
+    const send = sender(
+      policy,
+      gatherUntil ? policy.turnGatherMs : 0,
+      this.oneTaskSends ? TURN_WAIT_MS : 0,
+      local,
+    );
+    // The run's last step: its send records the event's outcome with its own.
+    const last =
+      local && effect === this.plan.effects.at(-1) && stepIndex === effect.steps.length - 1
+        ? { provider: this.event.provider, eventId: this.event.eventId }
+        : undefined;
     for (;;) {
       const sent = await this.ordering.around(() =>
-        this.sendAndSettle(send, ctx, prepared.body, gatherUntil),
+        this.sendAndSettle(send, ctx, { body: prepared.body, gatherUntil, ledgerOnSuccess: last }),
       );
       gatherUntil = undefined;
+      if (sent.kind === 'succeeded' && sent.ledgerRecorded) this.outcomeRecorded = true;
       const decision =
         sent.kind === 'succeeded'
           ? ({ kind: 'done', state: 'succeeded', externalId: sent.externalId } as const)
@@ -167,22 +193,25 @@ export class EffectAttempt {
   private async sendAndSettle(
     send: Sender,
     ctx: EffectContext,
-    body: SendInput['body'],
-    gatherUntil: string | undefined,
+    input: Pick<SendInput, 'body' | 'gatherUntil' | 'ledgerOnSuccess'>,
   ): Promise<Sent> {
     const { run } = this;
     // Runs with one-task sends show `processing` in the status query only: the search attributes
     // change with how the send ends (one upsert, not two, on the happy path).
     if (this.oneTaskSends) run.state = 'processing';
     else run.setState('processing');
-    const outcome = await this.attemptInTurn(send, ctx, body, gatherUntil);
+    const outcome = await this.attemptInTurn(send, ctx, input);
     run.details.attempts = outcome.attempts;
     if (outcome.result === 'succeeded') {
       // Runs with one-task sends show the success once, with the final state.
       if (this.oneTaskSends)
         Object.assign(run.details, { lastErrorClass: undefined, recommendedAction: undefined });
       else run.setState('processing', { lastErrorClass: undefined, recommendedAction: undefined });
-      return { kind: 'succeeded', externalId: outcome.externalId };
+      return {
+        kind: 'succeeded',
+        externalId: outcome.externalId,
+        ledgerRecorded: input.ledgerOnSuccess !== undefined,
+      };
     }
     if (outcome.result === 'failed') {
       run.setState('failed', {
@@ -213,14 +242,13 @@ export class EffectAttempt {
   private async attemptInTurn(
     send: Sender,
     ctx: EffectContext,
-    body: SendInput['body'],
-    gatherUntil: string | undefined,
+    input: Pick<SendInput, 'body' | 'gatherUntil' | 'ledgerOnSuccess'>,
   ): Promise<Settled> {
-    for (let gather = gatherUntil; ; gather = undefined) {
+    for (let gather = input.gatherUntil; ; gather = undefined) {
       this.ordering.expectTurn();
       const outcome = await this.attemptSend(
         send,
-        { effectId: ctx.effectId, step: ctx.step, body, gatherUntil: gather },
+        { ...input, effectId: ctx.effectId, step: ctx.step, gatherUntil: gather },
         ctx,
       );
       if (outcome.result !== 'wait') return outcome;

@@ -46,6 +46,8 @@ const DUPLICATE_REASON = 'event already in the ledger (processed before)';
 const SEALED_DECISIONS_PATCH = 'sealed-decisions';
 /** Runs started since: one local admission, the built-in responder in the task, order kept by the effects table. */
 const ONE_TASK_SENDS_PATCH = 'one-task-sends';
+/** Runs started since: the same, and the send a local activity, so the happy path is one workflow task. */
+const LOCAL_SENDS_PATCH = 'local-sends';
 
 /**
  * Why an input is not an event the receiver started, if it is not: not encrypted by a known key, or
@@ -67,7 +69,8 @@ export async function handleEvent(event: InboundEvent): Promise<EventResult> {
     throw ApplicationFailure.nonRetryable(`event input refused: ${refusal}`, Failure.PayloadRefused);
   // Each patch a run records costs a marker and an upsert of TemporalChangeVersion (the SDK's): new
   // runs record only the newest, which implies the ones before it.
-  const oneTaskSends = patched(ONE_TASK_SENDS_PATCH);
+  const localSends = patched(LOCAL_SENDS_PATCH);
+  const oneTaskSends = localSends || patched(ONE_TASK_SENDS_PATCH);
   const bookkeeping = mainPathRecords(oneTaskSends);
   const { workflowId } = workflowInfo();
   const run = new RunView(
@@ -122,12 +125,13 @@ export async function handleEvent(event: InboundEvent): Promise<EventResult> {
   /** Ends the run: its state shown and recorded in the ledger, late operator messages answered. */
   const finish = async (final: ReplyState, reason?: string): Promise<EventResult> => {
     run.setState(final, { reason });
-    await bookkeeping.recordOutcome({
-      provider: event.provider,
-      eventId: event.eventId,
-      outcome: final,
-      reason,
-    });
+    if (!(final === 'succeeded' && attempt?.outcomeRecorded))
+      await bookkeeping.recordOutcome({
+        provider: event.provider,
+        eventId: event.eventId,
+        outcome: final,
+        reason,
+      });
     await desk.rejectStray();
     await condition(allHandlersFinished);
     return run.result(final, reason);
@@ -137,6 +141,7 @@ export async function handleEvent(event: InboundEvent): Promise<EventResult> {
   // event asks for) and the business state (a late or disallowed event is refused and recorded).
   let plan: Plan;
   let first: FirstStep | undefined;
+  let attempt: EffectAttempt | undefined;
   if (oneTaskSends) {
     const admission = await bookkeeping.admitEvent({ event, workflowId, firstEffectId: uuid4() });
     if (!admission.firstTime) return finish('duplicate', DUPLICATE_REASON);
@@ -162,7 +167,8 @@ export async function handleEvent(event: InboundEvent): Promise<EventResult> {
   // Runs with one-task sends show `processing` with the effect, when the send starts.
   if (!oneTaskSends) run.setState('processing');
 
-  const attempt = new EffectAttempt(event, plan, run, desk, line, bookkeeping, oneTaskSends, first);
+  const path = localSends ? 'local' : oneTaskSends ? 'one-task' : 'turns';
+  attempt = new EffectAttempt(event, plan, run, desk, line, bookkeeping, path, first);
   try {
     for (const effect of plan.effects) {
       const outcome = await attempt.runEffect(effect, plan.policy);

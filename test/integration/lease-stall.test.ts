@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { Config } from '../../src/config';
-import { createEffectsRepository, type EffectsRepository } from '../../src/db/effects';
+import { createEffectsRepository, type EffectsRepository, type LeaseResult } from '../../src/db/effects';
 import type { Pool } from '../../src/db/pool';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import type { handleEvent } from '../../workflows';
@@ -48,8 +48,11 @@ class StepGate {
   }
 }
 
-/** The effects repository on `pool`, with its steps passing through `gates`. */
-function gatedEffects(pool: Pool, gates: StepGate[]): EffectsRepository {
+/** What a repository step answered, in the order the answers came. */
+type Answer = { step: Step; result: unknown };
+
+/** The effects repository on `pool`, with its steps passing through `gates` and answering into `answers`. */
+function gatedEffects(pool: Pool, gates: StepGate[], answers: Answer[]): EffectsRepository {
   const effects = createEffectsRepository(pool);
   return Object.fromEntries(
     Object.entries(effects).map(([step, fn]) => [
@@ -58,12 +61,15 @@ function gatedEffects(pool: Pool, gates: StepGate[]): EffectsRepository {
         const gate = gates.find((g) => g.claim(step as Step, args));
         if (gate?.phase === 'before') await gate.open(args);
         const result = await (fn as (...a: Args) => Promise<unknown>)(...args);
+        answers.push({ step: step as Step, result });
         if (gate?.phase === 'answer') await gate.open(args);
         return result;
       },
     ]),
   ) as EffectsRepository;
 }
+
+const isLeaseHeld = (result: unknown) => (result as LeaseResult).kind === 'lease-held';
 
 /** Polls an observation (a row, a workflow's description) until it holds. */
 const until = (what: string, holds: () => Promise<boolean>) =>
@@ -86,6 +92,7 @@ describe('the sending lease against stalled send attempts (dev server, PostgreSQ
   let temporal: TemporalClient;
   let client: Client;
   let config: Config;
+  let answers: Answer[];
 
   before(async () => {
     const [server, db] = await Promise.all([devServer(), database()]);
@@ -101,6 +108,7 @@ describe('the sending lease against stalled send attempts (dev server, PostgreSQ
   });
   beforeEach(() => {
     config = testConfig({ SANDBOX_API_URL: fake.url });
+    answers = [];
   });
 
   /** A worker whose effect steps pass through `gates`, with a lease of `sendTimeoutMs` − 1 s. */
@@ -109,7 +117,7 @@ describe('the sending lease against stalled send attempts (dev server, PostgreSQ
       {
         address,
         config,
-        deps: { effects: gatedEffects(realPool, gates), policy: { ...FAST_POLICY, sendTimeoutMs } },
+        deps: { effects: gatedEffects(realPool, gates, answers), policy: { ...FAST_POLICY, sendTimeoutMs } },
       },
       fn,
     );
@@ -197,10 +205,9 @@ describe('the sending lease against stalled send attempts (dev server, PostgreSQ
 
   it('a retry that finds a live lease waits for it instead of sending', async () => {
     const conversationId = uniqueId('c');
-    let handle: WorkflowHandle<typeof handleEvent> | undefined;
-    let leaseHeldSeen = false;
     // Attempt 2's takeLease is held until attempt 1 holds a live lease; attempt 1 took it late,
-    // having paused before its own takeLease until Temporal had started attempt 2.
+    // having paused before its own takeLease until Temporal had started attempt 2 (the send is a
+    // local activity: the worker timed attempt 1 out and retried it, as the server does an activity).
     const retry: StepGate = new StepGate('before', 'takeLease', ([effectId]) =>
       until('the first attempt holds a live lease', () =>
         effectSays(effectId, `status = 'sending' AND lease_attempt = 1 AND lease_expires_at > now()`),
@@ -209,25 +216,21 @@ describe('the sending lease against stalled send attempts (dev server, PostgreSQ
     const firstTake = new StepGate('before', 'takeLease', async () => {
       await retry.reached;
     });
-    // Attempt 1 writes only once Temporal reported attempt 2's failure: it waited for the lease.
+    // Attempt 1 writes only once attempt 2 was refused: it found the lease held, and waits for it.
+    const leaseHeld = () => answers.some((a) => a.step === 'takeLease' && isLeaseHeld(a.result));
     const firstCheck = new StepGate('before', 'leaseLeft', () =>
-      until('the retry was refused with LeaseHeldError', async () => {
-        if (!handle) return false;
-        const { raw } = await handle.describe();
-        leaseHeldSeen = (raw.pendingActivities ?? []).some(
-          (a) =>
-            a.activityType?.name === 'send' &&
-            a.lastFailure?.applicationFailureInfo?.type === 'LeaseHeldError',
-        );
-        return leaseHeldSeen;
-      }),
+      until('the retry found the lease held', async () => leaseHeld()),
     );
-    const result = await runWorker([firstTake, retry, firstCheck], 4000, async () => {
-      handle = await start(conversationId, 'sandbox-blind');
-      return handle.result();
-    });
+    const result = await runWorker([firstTake, retry, firstCheck], 4000, async () =>
+      (await start(conversationId, 'sandbox-blind')).result(),
+    );
     const row = await effectOf(conversationId);
-    assert.ok(leaseHeldSeen);
+    assert.ok(leaseHeld());
+    assert.deepEqual(
+      answers.filter((a) => a.step === 'takeLease').map((a) => (a.result as LeaseResult).kind),
+      ['lease', 'lease-held', 'succeeded'],
+      'attempt 1 took the lease, attempt 2 found it held, the attempt after it found the reply recorded',
+    );
     assert.equal(result.state, 'succeeded', 'the attempt after the lease found the reply recorded');
     assert.equal(row.status, 'succeeded');
     assert.equal(row.attempts, 1, 'the retries never took a lease of their own');
@@ -248,7 +251,7 @@ describe('the sending lease against stalled send attempts (dev server, PostgreSQ
     const recording = new StepGate('before', 'recordSuccess', () => woken);
     const policy = { ...FAST_POLICY, sendTimeoutMs: 3000, maxAttempts: 1 };
     const { held, result } = await withWorker(
-      { address, config, deps: { effects: gatedEffects(realPool, [recording]), policy } },
+      { address, config, deps: { effects: gatedEffects(realPool, [recording], answers), policy } },
       async () => {
         const handle = await start(conversationId, 'sandbox-blind');
         const held = await waitForState(handle, 'held', 60_000);
