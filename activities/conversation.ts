@@ -26,18 +26,24 @@ export function conversationActivities({ pool, policy }: ActivityDeps) {
       const eventRef = `${input.provider}:${input.eventId}`;
       const machine = MACHINES[request.machine];
       const from = allowedFrom(request.machine, request.to);
-      // A conversation seen for the first time starts in the machine's initial state (version 0).
-      await pool.query(
-        `INSERT INTO conversations (id, machine, state, version) VALUES ($1, $2, $3, 0) ON CONFLICT (id) DO NOTHING`,
-        [request.conversationKey, request.machine, machine.initial],
-      );
-      const { rows } = await pool.query<{ state: string }>(
-        `UPDATE conversations SET state = $2, version = GREATEST(version, $3), last_event = $4, updated_at = now()
-          WHERE id = $1
-            AND (last_event = $4 OR (state = ANY($5::text[]) AND (state = $2 OR version <= $3)))
-          RETURNING state`,
-        [request.conversationKey, request.to, request.version, eventRef, from],
-      );
+      const move = () =>
+        pool.query<{ state: string }>(
+          `UPDATE conversations SET state = $2, version = GREATEST(version, $3), last_event = $4, updated_at = now()
+            WHERE id = $1
+              AND (last_event = $4 OR (state = ANY($5::text[]) AND (state = $2 OR version <= $3)))
+            RETURNING state`,
+          [request.conversationKey, request.to, request.version, eventRef, from],
+        );
+      // Most events belong to a conversation seen before: one statement. A conversation seen for the
+      // first time starts in the machine's initial state (version 0), then moves.
+      let { rows } = await move();
+      if (!rows[0]) {
+        await pool.query(
+          `INSERT INTO conversations (id, machine, state, version) VALUES ($1, $2, $3, 0) ON CONFLICT (id) DO NOTHING`,
+          [request.conversationKey, request.machine, machine.initial],
+        );
+        ({ rows } = await move());
+      }
       if (rows[0]) return { applied: true, state: rows[0].state };
 
       const current = await pool.query<{ state: string; version: string }>(
