@@ -350,7 +350,12 @@ function explain(
       return `fault ${action.fault} armed on its conversation at ${seconds(action.atMs)}`;
   }
   for (const action of injector) {
-    if (action.kind === 'kill-worker' && crashHolds && open(action.atMs))
+    // A kill aimed at another conversation's send takes every send in flight on that worker with it.
+    if (
+      (action.kind === 'kill-worker' || action.kind === 'kill-in-flight') &&
+      crashHolds &&
+      open(action.atMs)
+    )
       return `worker pid ${action.pid} SIGKILLed at ${seconds(action.atMs)} while this effect was open`;
     if (
       (action.kind === 'restart-postgres' ||
