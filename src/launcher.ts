@@ -3,6 +3,7 @@
 // start reuses it. Whatever fails, everything already started is stopped again.
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
+import type { NativeConnection } from '@temporalio/worker';
 import type { Config } from './config';
 import { migrate } from './db/migrate';
 import { createOperatorStore } from './db/operators';
@@ -127,6 +128,7 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
 
     let workerMetrics: string | undefined;
     let workerMetricsListening: string | undefined;
+    let workerConnection: NativeConnection | undefined;
     if (role !== 'receiver') {
       const worker = await startWorker({
         config: effective,
@@ -138,6 +140,7 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
       stops.push({ name: 'worker', ms: config.SEND_TIMEOUT + STOP_MS, stop: () => worker.stop() });
       workerMetrics = worker.metricsUrl;
       workerMetricsListening = worker.metricsListening;
+      workerConnection = worker.connection;
       failed = worker.running.then(
         () => Promise.reject(new Error('the worker stopped')),
         (err) => Promise.reject(new Error(`the worker stopped: ${errorMessage(err)}`)),
@@ -153,6 +156,8 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
         temporalAddress,
         encryptionKey,
         logger: logger.child({ role: 'receiver' }),
+        // One process: the receiver's starts hand each event's first workflow task to this worker.
+        workerConnection,
       });
       stops.push({ name: 'receiver', ms: STOP_MS, stop: () => receiver.stop() });
       receiverUrl = receiver.url;

@@ -25,13 +25,29 @@ export interface ReceiverMetrics {
   ackSeconds: Histogram<'provider' | 'outcome'>;
   /** Verified deliveries acknowledged without an event, by why. */
   ignored: Counter<'provider' | 'reason'>;
+  /** Event workflows started, by how their first workflow task reached a worker. */
+  starts: Counter<'dispatch'>;
 }
+
+/**
+ * `eager`: handed back with the start to the worker in this process (`replyflow start`); `queue`:
+ * through the task queue, to whichever worker polls (a receiver on its own, or no free slot).
+ */
+export type StartDispatch = 'eager' | 'queue';
 
 export function createReceiverMetrics(): ReceiverMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  const starts = new Counter({
+    name: 'replyflow_workflow_starts_total',
+    help: 'Event workflows started, by how their first workflow task reached a worker (eager: to the worker in this process with the start; queue: through the task queue)',
+    labelNames: ['dispatch'] as const,
+    registers: [registry],
+  });
+  for (const dispatch of ['eager', 'queue'] satisfies StartDispatch[]) starts.inc({ dispatch }, 0);
   return {
     registry,
+    starts,
     requests: new Counter({
       name: 'replyflow_webhook_requests_total',
       help: 'Webhook requests by provider and outcome',

@@ -1,6 +1,7 @@
 // Calls to Temporal that must settle within a deadline (the receiver answers senders that wait only
 // 2-3 s), on a connection that is closed only after every call it ever started has settled.
 import type { Connection } from '@temporalio/client';
+import type { NativeConnection } from '@temporalio/worker';
 
 /** Thrown when a call to Temporal is still unanswered at its deadline. */
 export class TemporalDeadlineError extends Error {
@@ -14,7 +15,14 @@ export class DeadlineCalls {
   /** Calls given up on at their deadline whose gRPC retries may still be running. */
   private readonly pending = new Set<Promise<unknown>>();
 
-  constructor(readonly connection: Connection) {}
+  /**
+   * @param owned whether closing these calls closes the connection: not when it is the worker's, lent
+   * to a receiver in the same process (the worker closes it once it stopped).
+   */
+  constructor(
+    readonly connection: Connection | NativeConnection,
+    private readonly owned = true,
+  ) {}
 
   /**
    * Runs `call`, rejecting with TemporalDeadlineError at the deadline itself. The gRPC deadline alone
@@ -30,8 +38,9 @@ export class DeadlineCalls {
         reject(new TemporalDeadlineError(deadlineMs));
       }, deadlineMs);
     });
-    const attempt = this.connection.withAbortSignal(abort.signal, () =>
-      this.connection.withDeadline(Date.now() + deadlineMs, call),
+    const connection = this.connection;
+    const attempt = connection.withAbortSignal(abort.signal, () =>
+      connection.withDeadline(Date.now() + deadlineMs, call),
     );
     const settled = attempt.then(
       () => {},
@@ -52,6 +61,6 @@ export class DeadlineCalls {
    */
   async close(): Promise<void> {
     await Promise.allSettled([...this.pending]);
-    await this.connection.close();
+    if (this.owned) await this.connection.close();
   }
 }

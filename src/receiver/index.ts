@@ -2,6 +2,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client, Connection, isGrpcServiceError } from '@temporalio/client';
+import type { NativeConnection } from '@temporalio/worker';
 import { type Config, sandboxSecrets } from '../config';
 import { createSignedBodiesStore } from '../db/github-signed-bodies';
 import type { Pool } from '../db/pool';
@@ -38,20 +39,28 @@ export async function startReceiver(options: {
   logger: Logger;
   /** Overrides config.PORT (tests use 0). */
   port?: number;
+  /**
+   * The connection of a worker running in the same process (`replyflow start`): starts go through it
+   * and ask for eager execution, so an event's first workflow task comes back with the start to that
+   * worker. The worker owns it; the receiver never closes it.
+   */
+  workerConnection?: NativeConnection;
 }): Promise<ReceiverHandle> {
-  const { config, pool, logger } = options;
-  // Lazy: the receiver starts (and answers 503) even while Temporal is down.
-  const connection = Connection.lazy({
-    address: options.temporalAddress,
-    connectTimeout: 2000,
-    ...connectionSecurity(config),
-  });
+  const { config, pool, logger, workerConnection } = options;
+  const connection =
+    workerConnection ??
+    // Lazy: the receiver starts (and answers 503) even while Temporal is down.
+    Connection.lazy({
+      address: options.temporalAddress,
+      connectTimeout: 2000,
+      ...connectionSecurity(config),
+    });
   const client = new Client({
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
     dataConverter: dataConverter(options.encryptionKey, keyring(config)),
   });
-  const calls = new DeadlineCalls(connection);
+  const calls = new DeadlineCalls(connection, !workerConnection);
   const port = options.port ?? config.PORT;
   let selfUrl = '';
   // The codec server: payloads decrypted, and decisions sealed, for authenticated operators only.
@@ -73,6 +82,7 @@ export async function startReceiver(options: {
       ]
     : [];
   const namespace = { address: options.temporalAddress, namespace: config.TEMPORAL_NAMESPACE };
+  const metrics = createReceiverMetrics();
   const app = createReceiverApp({
     providers: createProviders(config, {
       githubBodies: createSignedBodiesStore(pool, GITHUB_REPLAY_WINDOW_DAYS),
@@ -82,6 +92,8 @@ export async function startReceiver(options: {
       calls,
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       deadlineMs: config.WEBHOOK_START_DEADLINE_MS,
+      eager: workerConnection !== undefined,
+      onStarted: (dispatch) => metrics.starts.inc({ dispatch }),
     }),
     readiness: async () => {
       const [temporal, postgres, attributes] = await Promise.all([
@@ -103,7 +115,7 @@ export async function startReceiver(options: {
         problems: attributes?.length ? [searchAttributeAdvice(attributes, namespace)] : [],
       };
     },
-    metrics: createReceiverMetrics(),
+    metrics,
     logger,
     bodyLimit: config.WEBHOOK_BODY_LIMIT,
     extraRoutes: [...sandboxRoutes, codecServer],

@@ -9,6 +9,7 @@ import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/com
 import type { handleEvent } from '../../workflows';
 import { ConversationId, CorrelationId, Provider, ReplyState } from '../../workflows/search-attributes';
 import { errorMessage } from '../failures';
+import type { StartDispatch } from '../metrics';
 import type { InboundEvent } from '../providers/types';
 import type { DeadlineCalls } from './deadline-calls';
 
@@ -47,12 +48,21 @@ export interface EventStarter {
   start(event: InboundEvent): Promise<StartOutcome>;
 }
 
-/** How an event's workflow is started; the benchmark's raw loop uses the same options. */
+/**
+ * How an event's workflow is started; the benchmark's raw loop uses the same options. `eager` asks
+ * Temporal to hand the run's first workflow task back with the start's answer, to the worker that
+ * shares the client's connection (a receiver and a worker in one process, as `replyflow start` runs
+ * them): the task skips the task queue, its matching and a poll, and the server does a third less work
+ * per event (docs/benchmarks.md). Temporal starts the run the same way and the 202 still waits for it;
+ * with no free workflow-task slot the SDK asks for a plain start.
+ */
 export function eventStartOptions(
   event: InboundEvent,
   taskQueue: string,
+  { eager = false }: { eager?: boolean } = {},
 ): WorkflowStartOptions<typeof handleEvent> {
   return {
+    ...(eager && { requestEagerStart: true }),
     workflowId: event.workflowId,
     taskQueue,
     args: [event],
@@ -75,14 +85,22 @@ export function temporalEventStarter(options: {
   taskQueue: string;
   /** WEBHOOK_START_DEADLINE_MS: below every sender's ack deadline. */
   deadlineMs: number;
+  /** Eager starts: the client's connection is a worker's, in this process. */
+  eager?: boolean;
+  /** Told how each started workflow's first task went to a worker (the receiver counts it). */
+  onStarted?: (dispatch: StartDispatch) => void;
 }): EventStarter {
-  const { client, calls, taskQueue, deadlineMs } = options;
+  const { client, calls, taskQueue, deadlineMs, eager, onStarted } = options;
   return {
     async start(event) {
       try {
-        await calls.run(deadlineMs, () =>
-          client.workflow.start<typeof handleEvent>('handleEvent', eventStartOptions(event, taskQueue)),
+        const handle = await calls.run(deadlineMs, () =>
+          client.workflow.start<typeof handleEvent>(
+            'handleEvent',
+            eventStartOptions(event, taskQueue, { eager }),
+          ),
         );
+        onStarted?.(handle.eagerlyStarted ? 'eager' : 'queue');
         return 'accepted';
       } catch (err) {
         if (err instanceof WorkflowExecutionAlreadyStartedError) return 'duplicate';
