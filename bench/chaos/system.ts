@@ -40,6 +40,12 @@ export const SYSTEM_TASK_QUEUE = 'replyflow';
 export interface SystemOptions {
   receivers: number;
   workers: number;
+  /**
+   * `replyflow start` processes on the system's Temporal and PostgreSQL: a receiver and a worker in one
+   * process, as `npm start` runs them, whose starts hand each event's first workflow task to their own
+   * worker (eager start). They serve the first receiver URLs. @default 0
+   */
+  combined?: number;
   /** Settings for every receiver and worker (SEND_TIMEOUT, TURN_GATHER, …) on top of the defaults. */
   env?: Record<string, string>;
   /** Settings for workers only (e.g. concurrency limits under test). */
@@ -57,9 +63,9 @@ export interface SystemOptions {
 
 export type TemporalServerKind = 'dev-server' | 'cluster';
 
-/** A `replyflow receiver|worker` child process; its output goes to a log file in the run's directory. */
+/** A `replyflow receiver|worker|start` child process; its output goes to a log file in the run's directory. */
 export interface RoleProcess {
-  role: 'receiver' | 'worker';
+  role: 'receiver' | 'worker' | 'start';
   /** Which receiver or worker slot this process fills (a restarted worker takes the same slot). */
   slot: number;
   child: ChildProcess;
@@ -90,6 +96,8 @@ async function waitFor(what: string, probe: () => Promise<boolean>, timeoutMs: n
 export class System {
   readonly receivers: RoleProcess[] = [];
   readonly workers: RoleProcess[] = [];
+  /** `replyflow start` processes (a receiver and a worker each): the first of `receiverUrls`. */
+  readonly combined: RoleProcess[] = [];
   /** Processes that exited without being asked to once they served (a crash is a finding, not noise). */
   readonly crashes: { role: string; slot: number; pid: number; code: number | null; logTail: string }[] = [];
   /**
@@ -170,18 +178,23 @@ export class System {
     await migrate(admin).finally(() => admin.end());
     this.pool = createPool(this.postgres.url, 5);
     this.client = await connectClient(this.temporalAddress, 'default', SYSTEM_ENCRYPTION_KEY);
-    const ports = await Promise.all(Array.from({ length: this.options.receivers }, () => freePort()));
+    const combined = this.options.combined ?? 0;
+    const ports = await Promise.all(
+      Array.from({ length: combined + this.options.receivers }, () => freePort()),
+    );
     this.receiverUrls = ports.map((port) => `http://127.0.0.1:${port}`);
-    ports.forEach((port, slot) => {
-      this.receivers.push(this.spawnRole('receiver', slot, { PORT: String(port) }));
+    ports.forEach((port, i) => {
+      if (i < combined)
+        this.combined.push(this.spawnRole('start', i, { PORT: String(port), ...this.options.workerEnv }));
+      else this.receivers.push(this.spawnRole('receiver', i - combined, { PORT: String(port) }));
     });
     for (let slot = 0; slot < this.options.workers; slot++)
       this.workers.push(this.spawnRole('worker', slot, this.options.workerEnv));
     await Promise.all([
-      ...this.receivers.map((r, i) => this.waitForReceiver(r, this.receiverUrls[i]!)),
-      ...this.workers.map((w) => this.waitForWorker(w)),
+      ...[...this.combined, ...this.receivers].map((r, i) => this.waitForReceiver(r, this.receiverUrls[i]!)),
+      ...[...this.combined, ...this.workers].map((w) => this.waitForWorker(w)),
     ]);
-    for (const proc of [...this.receivers, ...this.workers]) proc.started = true;
+    for (const proc of [...this.combined, ...this.receivers, ...this.workers]) proc.started = true;
   }
 
   private roleEnv(): Record<string, string> {
@@ -208,7 +221,7 @@ export class System {
   private spawnRole(role: RoleProcess['role'], slot: number, env: Record<string, string> = {}): RoleProcess {
     const logFile = path.join(this.dir, 'logs', `${role}-${slot}-${Date.now()}.log`);
     const fd = openSync(logFile, 'a');
-    const nodeArgs = role === 'worker' ? (this.options.workerNodeArgs ?? []) : [];
+    const nodeArgs = role === 'receiver' ? [] : (this.options.workerNodeArgs ?? []);
     const child = spawn(process.execPath, [...nodeArgs, BIN, role], {
       cwd: PROJECT_ROOT,
       env: { ...this.roleEnv(), ...env },
@@ -309,7 +322,7 @@ export class System {
   }
 
   /** CPU milliseconds used so far by each part of the system (Linux /proc). */
-  cpuMs(): Record<'temporal' | 'postgres' | 'receivers' | 'workers', number> {
+  cpuMs(): Record<'temporal' | 'postgres' | 'receivers' | 'workers' | 'combined', number> {
     const processes = readProcesses();
     const sum = (match: (p: ProcessInfo) => boolean) =>
       [...processes.values()].filter(match).reduce((total, p) => total + p.cpuMs, 0);
@@ -317,7 +330,7 @@ export class System {
       (p) => p.cmdline.includes(path.join(this.dir, 'postgres')) && p.cmdline.includes('-D'),
     );
     const pids = (procs: RoleProcess[]) => new Set(procs.map((p) => p.pid));
-    const [receivers, workers] = [pids(this.receivers), pids(this.workers)];
+    const [receivers, workers, combined] = [pids(this.receivers), pids(this.workers), pids(this.combined)];
     const nodes = new Set(this.cluster?.nodes.map((node) => node.pid));
     return {
       // The dev server's port names it (an in-memory server has no file under the run's directory).
@@ -327,6 +340,7 @@ export class System {
       postgres: sum((p) => p.pid === postmaster?.pid || p.ppid === postmaster?.pid),
       receivers: sum((p) => receivers.has(p.pid)),
       workers: sum((p) => workers.has(p.pid)),
+      combined: sum((p) => combined.has(p.pid)),
     };
   }
 
@@ -361,7 +375,7 @@ export class System {
   }
 
   async stop(): Promise<void> {
-    const roles = [...this.receivers, ...this.workers];
+    const roles = [...this.combined, ...this.receivers, ...this.workers];
     await Promise.all(roles.map((proc) => stopRole(proc)));
     await this.client?.close().catch(() => {});
     await this.pool?.end().catch(() => {});
