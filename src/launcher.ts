@@ -136,6 +136,8 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
         temporalAddress,
         encryptionKey,
         logger: logger.child({ role: 'worker' }),
+        // In one process the receiver below starts its workflows eagerly on this worker.
+        eagerStarts: role === 'all',
       });
       stops.push({ name: 'worker', ms: config.SEND_TIMEOUT + STOP_MS, stop: () => worker.stop() });
       workerMetrics = worker.metricsUrl;

@@ -75,6 +75,8 @@ export interface WorkerSetup {
   temporalAddress: string;
   encryptionKey: string;
   logger: Logger;
+  /** Whether a receiver in this process starts its workflows eagerly on this worker (`replyflow start`). */
+  eagerStarts?: boolean;
   /** Tests pass a prebuilt bundle and their own queue. */
   workerOptions?: Partial<WorkerOptions>;
   /** Tests replace dependencies (targets pointing at fakes, a shorter policy). */
@@ -94,6 +96,20 @@ async function checkSearchAttributes(
     () => [],
   );
   if (problems.length > 0) throw new SearchAttributesMissingError(problems, target);
+}
+
+/**
+ * Workflow tasks a worker runs at once when a receiver in its process starts workflows eagerly on it. A
+ * task stays open while its send runs, the gather window included, so the SDK's default of 40 lets a
+ * worker take ~20 new events a second, and each eager start needs a free slot: such a worker takes as
+ * many tasks as it runs sends, never more than its cache holds. A worker on its own keeps the SDK's 40:
+ * past it a burst waits in Temporal's task queue, and receivers sharing the machine keep their CPU for
+ * acknowledging (a chaos run with as many task slots as send slots answered 94 deliveries 503 outside
+ * any disruption, against 0 with 40; docs/benchmarks.md).
+ */
+function eagerWorkflowTaskSlots(config: Config): number {
+  const cache = config.WORKER_MAX_CACHED_WORKFLOWS || Number.POSITIVE_INFINITY;
+  return Math.max(2, Math.min(config.WORKER_ACTIVITY_SLOTS, cache));
 }
 
 /** Builds a worker without running it (tests drive it with `worker.runUntil`). */
@@ -160,17 +176,9 @@ export async function createWorker(
         maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
       }),
       maxConcurrentActivityTaskExecutions: config.WORKER_ACTIVITY_SLOTS,
-      // Sends are local activities since the `local-sends` patch: the same slots for them, and as many
-      // workflow tasks, since a task stays open while its send runs (its gather window included); the
-      // SDK's 40 would cap a worker at 20 events/s with a 2 s gather. Never more than the cache holds.
+      // Sends are local activities since the `local-sends` patch: the same slots for them.
       maxConcurrentLocalActivityExecutions: config.WORKER_ACTIVITY_SLOTS,
-      maxConcurrentWorkflowTaskExecutions: Math.max(
-        2,
-        Math.min(
-          config.WORKER_ACTIVITY_SLOTS,
-          config.WORKER_MAX_CACHED_WORKFLOWS || Number.POSITIVE_INFINITY,
-        ),
-      ),
+      ...(options.eagerStarts && { maxConcurrentWorkflowTaskExecutions: eagerWorkflowTaskSlots(config) }),
       ...(options.workerOptions?.workflowBundle ? {} : { workflowsPath: WORKFLOWS_PATH }),
       ...options.workerOptions,
     });
