@@ -29,6 +29,7 @@ function options(): ChaosOptions {
       rate: { type: 'string', default: String(d.ratePerSecond) },
       'later-max': { type: 'string', default: `${d.laterMaxMs / 1000}s` },
       receivers: { type: 'string', default: String(d.receivers) },
+      combined: { type: 'string', default: String(d.combined) },
       workers: { type: 'string', default: String(d.workers) },
       'send-timeout': { type: 'string', default: d.sendTimeout },
       'start-deadline': { type: 'string', default: `${d.startDeadlineMs}ms` },
@@ -50,7 +51,7 @@ function options(): ChaosOptions {
   if (values.help) {
     console.log(
       'npm run chaos -- [--events N] [--dup N] [--same-message SHARE] [--rate PER_S] [--later-max 120s]\n' +
-        '  [--receivers N] [--workers N] [--send-timeout 10s] [--start-deadline 1500ms] [--faults-per-kind N]\n' +
+        '  [--receivers N] [--workers N] [--combined N] [--send-timeout 10s] [--start-deadline 1500ms] [--faults-per-kind N]\n' +
         '  [--inflight-kills N] [--kill-every 20s|0s] [--server dev-server|cluster]\n' +
         '  [--temporal-fault restart|kill-node|rolling-restart|none]' +
         ' [--no-temporal-restart] [--no-postgres-restart] [--down 3000ms] [--disrupt-at 20s]\n' +
@@ -88,6 +89,7 @@ function options(): ChaosOptions {
     laterMaxMs: duration('later-max', values['later-max']),
     receivers: count('receivers', values.receivers, 1),
     workers: count('workers', values.workers, 2),
+    combined: count('combined', values.combined, 0),
     sendTimeout: values['send-timeout'],
     startDeadlineMs: duration('start-deadline', values['start-deadline']),
     faultsPerKind: count('faults-per-kind', values['faults-per-kind'], 0),

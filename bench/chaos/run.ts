@@ -21,6 +21,11 @@ export interface ChaosOptions extends InjectorOptions {
   laterMaxMs: number;
   receivers: number;
   workers: number;
+  /**
+   * `replyflow start` processes (a receiver and a worker in one, eager starts) beside the receivers and
+   * workers: they take deliveries like the receivers; the kills aim at the workers.
+   */
+  combined: number;
   /** SEND_TIMEOUT of the workers: a send attempt's timeout and lease. */
   sendTimeout: string;
   /** WEBHOOK_START_DEADLINE_MS of the receivers: past it they answer 503. */
@@ -41,6 +46,7 @@ export const DEFAULT_CHAOS: Omit<ChaosOptions, 'seed' | 'log'> = {
   laterMaxMs: 120_000,
   receivers: 2,
   workers: 2,
+  combined: 0,
   sendTimeout: '10s',
   startDeadlineMs: 1500,
   faultsPerKind: 6,
@@ -74,12 +80,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const log = (line: string) =>
     options.log(`[${((Date.now() - began) / 1000).toFixed(0).padStart(4)} s] ${line}`);
   log(
-    `starting PostgreSQL, ${options.server === 'cluster' ? 'a two-node Temporal cluster' : 'the Temporal dev server'}, ${options.receivers} receivers, ${options.workers} workers`,
+    `starting PostgreSQL, ${options.server === 'cluster' ? 'a two-node Temporal cluster' : 'the Temporal dev server'}, ${options.receivers} receivers, ${options.workers} workers${options.combined ? `, ${options.combined} replyflow start` : ''}`,
   );
   const system = await System.start({
     server: options.server,
     receivers: options.receivers,
     workers: options.workers,
+    combined: options.combined,
     env: {
       SEND_TIMEOUT: options.sendTimeout,
       WEBHOOK_START_DEADLINE_MS: String(options.startDeadlineMs),
@@ -95,7 +102,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
         sameMessageShare: options.sameMessageShare,
         ratePerSecond: options.ratePerSecond,
         laterMaxMs: options.laterMaxMs,
-        receivers: options.receivers,
+        receivers: options.combined + options.receivers,
         runId: options.seed.toString(36),
         startedAt: startAt,
       },
