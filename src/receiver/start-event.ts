@@ -52,8 +52,8 @@ export interface EventStarter {
  * How an event's workflow is started; the benchmark's raw loop uses the same options. `eager` asks
  * Temporal to hand the run's first workflow task back with the start's answer, to the worker that
  * shares the client's connection (a receiver and a worker in one process, as `replyflow start` runs
- * them): the task skips the task queue, its matching and a poll, and the server does a third less work
- * per event (docs/benchmarks.md). Temporal starts the run the same way and the 202 still waits for it;
+ * them): the task skips the task queue, its matching and a poll, and the server does a fifth to a third
+ * less work per event (docs/benchmarks.md). Temporal starts the run the same way and the 202 still waits for it;
  * with no free workflow-task slot the SDK asks for a plain start.
  */
 export function eventStartOptions(
