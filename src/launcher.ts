@@ -177,7 +177,14 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
         temporal: temporalAddress,
         database: databaseUrl.replace(/\/\/[^@/]*@/, '//'),
       },
-      noOperators: (await createOperatorStore(pool).list()).length === 0,
+      // Only for the banner's hint: a worker already polling must not exit because PostgreSQL
+      // restarted just now (a chaos run caught that); unknown counts as "some".
+      noOperators: await createOperatorStore(pool)
+        .list()
+        .then(
+          (operators) => operators.length === 0,
+          () => false,
+        ),
       stop: stopAll,
       failed,
     };
