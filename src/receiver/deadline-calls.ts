@@ -38,9 +38,8 @@ export class DeadlineCalls {
         reject(new TemporalDeadlineError(deadlineMs));
       }, deadlineMs);
     });
-    const connection = this.connection;
-    const attempt = connection.withAbortSignal(abort.signal, () =>
-      connection.withDeadline(Date.now() + deadlineMs, call),
+    const attempt = this.connection.withAbortSignal(abort.signal, () =>
+      this.connection.withDeadline(Date.now() + deadlineMs, call),
     );
     const settled = attempt.then(
       () => {},
