@@ -48,7 +48,8 @@ describe('decisions under reset, terminate and cancel (dev server, PostgreSQL, t
   const events = async (handle: WorkflowHandle) => (await handle.fetchHistory()).events ?? [];
   const lastTaskCompleted = (history: HistoryEvent[]) =>
     Number(
-      history.findLast((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)?.eventId ?? 0,
+      [...history].reverse().find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)
+        ?.eventId ?? 0,
     );
 
   /**
