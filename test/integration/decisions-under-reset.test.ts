@@ -12,11 +12,15 @@ import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import type { WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
+import { openSeal } from '../../src/decision-seal';
+import type { ReceiverHandle } from '../../src/receiver';
 import { findTemporalCli } from '../../src/temporal/binaries';
-import { statusQuery } from '../../workflows/messages';
+import { payloadCodec } from '../../src/temporal/client';
+import { approveUpdate, resolveUpdate, statusQuery } from '../../workflows/messages';
 import { eventually } from '../helpers/eventually';
 import { decide, type TestOperator, twoOperators } from '../helpers/operators';
-import { devServer } from '../helpers/servers';
+import { startTestReceiver } from '../helpers/receiver';
+import { devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
 import { sandboxEvent, uniqueId, workerSuite } from '../helpers/system';
 import { auditRows, effectRows, startEvent, waitForState } from '../helpers/workflows';
 
@@ -241,6 +245,69 @@ describe('decisions under reset, terminate and cancel (dev server, PostgreSQL, t
     assert.equal(suite.fake.sendsFor(item.effectId).length, 2);
     await acceptedOnce(item.handle.workflowId);
     await decidedOnceMore(item);
+  });
+
+  describe('the codec server binds what an operator types to what the workflow awaits now', () => {
+    let receiver: ReceiverHandle;
+    before(async () => {
+      receiver = await startTestReceiver({
+        config: suite.config,
+        temporalAddress: (await devServer()).address,
+      });
+    });
+    after(() => receiver?.stop());
+
+    /** `body` through /codec/encode as `operator` (what the Web UI does): the sealed payload and its claims. */
+    async function sealedByCodec(operator: TestOperator, body: Record<string, string>) {
+      const encoding = Buffer.from('json/plain').toString('base64');
+      const response = await fetch(`${receiver.url}/codec/encode`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${operator.token}` },
+        body: JSON.stringify({
+          payloads: [{ metadata: { encoding }, data: Buffer.from(JSON.stringify(body)).toString('base64') }],
+        }),
+      });
+      assert.equal(response.status, 200, await response.clone().text());
+      const { payloads } = (await response.json()) as {
+        payloads: { metadata: Record<string, string>; data: string }[];
+      };
+      const proto = temporal.api.common.v1.Payloads.fromObject({ payloads }).payloads;
+      const [plain] = await payloadCodec(TEST_ENCRYPTION_KEY).decode(proto);
+      const sealed = JSON.parse(Buffer.from(plain!.data!).toString()) as Record<string, unknown>;
+      const opened = openSeal(sealed, payloadCodec(TEST_ENCRYPTION_KEY).keys);
+      assert.ok(opened.ok);
+      return { sealed, claims: opened.claims };
+    }
+
+    it('seals a resend request and its approval for the hold and decision the status shows', async () => {
+      const item = await heldTwice();
+      const { hold } = await item.handle.query(statusQuery);
+      assert.equal(hold, `${item.effectId}:2`);
+      const asked = await sealedByCodec(ana, {
+        workflowId: item.handle.workflowId,
+        action: 'resend',
+        reason: 'typed in the Web UI',
+      });
+      assert.deepEqual([asked.claims.decision, asked.claims.hold], ['resolve', hold]);
+      assert.equal(
+        await item.handle.executeUpdate(resolveUpdate, { args: [asked.sealed as never] }),
+        'Accepted: awaiting approval',
+      );
+      const approval = await sealedByCodec(ben, { workflowId: item.handle.workflowId, reason: 'ok' });
+      assert.deepEqual([approval.claims.decision, approval.claims.hold], ['approve', hold]);
+      // The same approval delivered as another decision is refused.
+      assert.equal(
+        await item.handle.executeUpdate(resolveUpdate, { args: [approval.sealed as never] }),
+        'Rejected: sealed for approve, delivered as resolve',
+      );
+      const again = await sealedByCodec(ben, { workflowId: item.handle.workflowId, reason: 'ok' });
+      assert.equal(
+        await item.handle.executeUpdate(approveUpdate, { args: [again.sealed as never] }),
+        'Accepted: resend approved',
+      );
+      assert.equal((await item.handle.result()).state, 'succeeded');
+      assert.equal(suite.fake.sendsFor(item.effectId).length, 3);
+    });
   });
 
   for (const operation of ['terminate', 'cancel'] as const) {
