@@ -14,10 +14,18 @@
  * activity's (a late result dropped). A worker that dies mid-attempt is an attempt stalled for ever; the
  * worker that takes the workflow task over runs a new attempt beside it, as startAttempt() does.
  *
+ * Operators may also reset the workflow (`temporal workflow reset`): the run starts again from the
+ * moment a resend awaited approval, with that moment's state, and the approval counts again (Temporal
+ * re-delivers it into the new run). The workflow's own count of resends then starts over; what keeps
+ * one approval to one resend is the row: a decision answers one hold (the lease attempt the row had
+ * when the workflow started waiting), and prepareResend moves the row back only if no attempt took a
+ * lease since that hold (activities/effects.ts `holdAttempts`).
+ *
  * Variants that must fail, so that the check can fail: NO_LEASE (send-no-lease.pml) drops the lease
  * check before the write; UNCHECKED_REPROCESS is the effects code before the fix that the model found, where
  * a spent retry budget recorded `failed` over a `sending` row and prepareResend moved a row back to
- * retry_wait without an exact lookup or a check that no attempt took a lease since it read the row.
+ * retry_wait without an exact lookup or a check that no attempt took a lease since it read the row;
+ * UNBOUND_DECISIONS is the decision before it was bound to its hold, when a reset spent one approval twice.
  */
 
 /* Time is discrete ticks. The bounds keep the search exhaustive and quick; the -D flags raise them. */
@@ -36,6 +44,9 @@
 #ifndef MAX_RESENDS
 #define MAX_RESENDS 1          /* approved resends plus reprocesses that reach the target again */
 #endif
+#ifndef MAX_RESETS
+#define MAX_RESETS 0           /* `temporal workflow reset`s to a moment a resend awaited approval */
+#endif
 
 /* EffectStatus (effects.status) and ReplyState (the workflow's state) share some names. */
 mtype = { claimed, sending, retry_wait, unknown, held, succeeded, failed, discarded,
@@ -45,13 +56,15 @@ mtype = { none, retry, not_sendable, activity_failed };
 /* What the target answers (src/targets/sandbox.ts with http-errors.ts classifying it). */
 mtype = { answer_ok, answer_lost, answer_429, answer_4xx };
 /* ResendCheck of prepareResend. */
-mtype = { ready, already_sent, wait };
+mtype = { ready, already_sent, wait, moved };
 
 /* The effect row (src/db/migrations: effects). */
 mtype status = claimed;
 byte lease_attempt = 0;                 /* effects.lease_attempt: which attempt owns the lease */
 short lease_left = -CONSISTENCY_DELAY;  /* effects.lease_expires_at - now() (what leaseLeft reads);
                                            > 0 live; stops counting once expired CONSISTENCY_DELAY ago */
+/* The workflow's hold (status.hold): the row's lease attempt when it started waiting for a decision. */
+byte hold = 0;
 
 /* The target (TargetCapabilities, chosen once per run) and the person. */
 bool idempotency_key;                   /* capabilities.idempotencyKey: dedupes on our effect id */
@@ -257,6 +270,13 @@ inline executeSend(outcome) {
   od
 }
 
+/* moveToRetry's guard on the hold the decision answers (dropped in the UNBOUND_DECISIONS variant). */
+#ifdef UNBOUND_DECISIONS
+#define NO_LEASE_SINCE_HOLD true
+#else
+#define NO_LEASE_SINCE_HOLD (lease_attempt == hold)
+#endif
+
 /* activities/effects.ts prepareResend(): re-read the row, look the result up again, and move the row back to
  * retry_wait only with a conditional UPDATE. Three steps, as in the code. */
 inline prepareResend(check) {
@@ -264,6 +284,10 @@ inline prepareResend(check) {
     check = none; read_lease_attempt = lease_attempt;
     if
     :: status == succeeded -> check = already_sent
+#ifndef UNBOUND_DECISIONS
+    :: status != succeeded && (lease_attempt != hold || status == discarded) ->
+       check = moved                   /* an attempt since the hold this decision answers */
+#endif
     :: status == sending && lease_left > 0 -> check = wait      /* an attempt holds the lease */
 #ifndef UNCHECKED_REPROCESS
     :: (status == sending || status == unknown) && lease_left <= 0 &&
@@ -297,8 +321,8 @@ inline prepareResend(check) {
              lease_left <= 0 -> status = retry_wait; check = ready
 #else
           :: (status == held || status == failed || status == unknown || status == sending ||
-              status == retry_wait) && lease_left <= 0 && lease_attempt == read_lease_attempt ->
-             status = retry_wait; check = ready                 /* no attempt took a lease since */
+              status == retry_wait) && lease_left <= 0 && lease_attempt == read_lease_attempt &&
+             NO_LEASE_SINCE_HOLD -> status = retry_wait; check = ready  /* no attempt took a lease since */
 #endif
           :: else -> check = wait
           fi
@@ -307,6 +331,16 @@ inline prepareResend(check) {
      fi
   :: else -> skip
   fi
+}
+
+/* OperatorDesk.moved(): the row moved past the hold; the run takes the row's word and waits again. */
+inline adopt() {
+  if
+  :: status == discarded -> reply_state = discarded
+  :: status == failed -> reply_state = failed
+  :: else -> reply_state = held
+  fi;
+  hold = lease_attempt
 }
 
 /* judge(): resolve mark-sent and discard are accepted in these states. */
@@ -323,6 +357,11 @@ active proctype handleEvent() {
   bool found = false;
   byte tries = 0;
   byte resends = 0;
+  /* What a reset goes back to: the moment a resend last awaited approval. */
+  bool asked = false;
+  byte asked_hold = 0;
+  byte asked_resends = 0;
+  byte resets = 0;
 
   /* The target: sandbox-blind, sandbox-lookup (Slack), LINE push (key, no lookup), sandbox. */
 #ifdef TARGET
@@ -340,8 +379,8 @@ active proctype handleEvent() {
   :: executeSend(outcome);
      if
      :: outcome == succeeded -> reply_state = succeeded; break
-     :: outcome == failed -> reply_state = failed
-     :: outcome == activity_failed -> atomic { recordResult(failed); reply_state = failed }
+     :: outcome == failed -> reply_state = failed; hold = lease_attempt
+     :: outcome == activity_failed -> atomic { recordResult(failed); reply_state = failed; hold = lease_attempt }
      :: outcome == unknown ->
         /* lookUpUnknown(): once the owner's lease expired, look; "not found yet" is not proof, so look
          * again after the consistency delay. */
@@ -357,7 +396,7 @@ active proctype handleEvent() {
         fi;
         if
         :: found -> atomic { recordResult(succeeded); reply_state = succeeded }; break
-        :: else -> atomic { recordResult(held); reply_state = held }
+        :: else -> atomic { recordResult(held); reply_state = held; hold = lease_attempt }
         fi
      fi;
 
@@ -367,20 +406,32 @@ active proctype handleEvent() {
      :: break                       /* nobody decides: held reminds forever, failed parks, then ends */
      :: DECIDABLE -> atomic { recordResult(succeeded); reply_state = succeeded }; break  /* mark-sent */
      :: DECIDABLE -> atomic { recordResult(discarded); reply_state = discarded }; break  /* discard */
-     :: reply_state == held && resends < MAX_RESENDS && (lookup_capability || delivered == 0) ->
-        reply_state = awaiting_approval          /* resolve resend; a blind target is checked by hand */
+     :: reply_state == held && resends < MAX_RESENDS && resets == 0 &&
+        (lookup_capability || delivered == 0) ->
+        reply_state = awaiting_approval;         /* resolve resend; a blind target is checked by hand */
+#if MAX_RESETS > 0
+        asked = true; asked_hold = hold; asked_resends = resends
+#else
+        skip
+#endif
+     /* temporal workflow reset to that moment, once the approved resend went out: the approval counts
+      * again. (Decisions people make after a reset are the ones before it, bounded the same way.) */
+     :: asked && resets < MAX_RESETS && resends > asked_resends ->
+        reply_state = awaiting_approval; hold = asked_hold; resends = asked_resends; resets++
      :: reply_state == awaiting_approval ->
         prepareResend(check);                    /* approve, by a different person */
         if
         :: check == already_sent -> reply_state = succeeded; break
         :: check == wait -> reply_state = held
+        :: check == moved -> adopt()
         :: check == ready -> resends++; break
         fi
-     :: reply_state == failed && resends < MAX_RESENDS ->
+     :: reply_state == failed && resends < MAX_RESENDS && resets == 0 ->
         prepareResend(check);                    /* reprocess */
         if
         :: check == already_sent -> reply_state = succeeded; break
         :: check == wait -> skip
+        :: check == moved -> adopt()
         :: check == ready -> resends++; break
         fi
      od;

@@ -80,6 +80,15 @@ check "send.pml: at most one reply ([] delivered <= 1)" send.pml pass ltl
 check "send.pml: every event ends (assertions, invalid end states)" send.pml pass ends
 check "send-no-lease.pml: at most one reply (lease check removed)" send-no-lease.pml fail ltl
 check "send.pml -DUNCHECKED_REPROCESS: at most one reply (pre-fix)" send.pml fail ltl -DUNCHECKED_REPROCESS
+# A reset that re-delivers an approval: checked for the targets a resend can double (no key), once with
+# the decision bound to its hold and once without (keyed targets dedupe any resend; with resets their
+# search outgrows the memory limit).
+check "send.pml -DMAX_RESETS=1, target without key or lookup: at most one reply" send.pml pass ltl \
+  -DMAX_RESETS=1 -DTARGET=0
+check "send.pml -DMAX_RESETS=1, target with lookup, no key: at most one reply" send.pml pass ltl \
+  -DMAX_RESETS=1 -DTARGET=1
+check "send.pml -DMAX_RESETS=1 -DUNBOUND_DECISIONS: at most one reply (pre-fix)" send.pml fail ltl \
+  -DMAX_RESETS=1 -DTARGET=0 -DUNBOUND_DECISIONS
 
 if $ok; then
   echo "model: the protocol holds, and each variant without a safeguard fails"
