@@ -120,7 +120,9 @@ export async function startReceiver(options: {
     bodyLimit: config.WEBHOOK_BODY_LIMIT,
     extraRoutes: [...sandboxRoutes, codecServer],
   });
-  const server = http.createServer(app);
+  const server = http.createServer(serverLimits(config), app);
+  server.maxConnections = config.RECEIVER_MAX_CONNECTIONS;
+  server.on('drop', () => metrics.droppedConnections.inc());
   await listenOn(server, config.HOST, port);
   const address = server.address() as AddressInfo;
   selfUrl = `http://${reachableHost(address)}:${address.port}`;
@@ -133,6 +135,28 @@ export async function startReceiver(options: {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await calls.close();
     },
+  };
+}
+
+/**
+ * The HTTP server's bounds on what a client may hold (RECEIVER_* in src/config.ts). Node's own
+ * defaults let a slow body hold a connection 300 s and slow headers 60 s, and accept any number of
+ * idle connections. Node checks the headers and request timeouts every `connectionsCheckingInterval`
+ * (30 s by default), so a client is cut at most that much after its timeout: a tenth of the shorter
+ * one, at most a second. A slow answer is not cut: the request timeout ends once the request is in.
+ */
+export function serverLimits(
+  config: Pick<
+    Config,
+    'RECEIVER_HEADERS_TIMEOUT' | 'RECEIVER_REQUEST_TIMEOUT' | 'RECEIVER_KEEP_ALIVE_TIMEOUT'
+  >,
+): http.ServerOptions {
+  const shorter = Math.min(config.RECEIVER_HEADERS_TIMEOUT, config.RECEIVER_REQUEST_TIMEOUT);
+  return {
+    headersTimeout: config.RECEIVER_HEADERS_TIMEOUT,
+    requestTimeout: config.RECEIVER_REQUEST_TIMEOUT,
+    keepAliveTimeout: config.RECEIVER_KEEP_ALIVE_TIMEOUT,
+    connectionsCheckingInterval: Math.min(1000, Math.ceil(shorter / 10)),
   };
 }
 
