@@ -12,7 +12,7 @@ import { boundAddress, listenOn, reachableHost } from '../ports';
 import { createProviders } from '../providers';
 import { GITHUB_REPLAY_WINDOW_DAYS } from '../providers/github';
 import { sandboxRouter } from '../sandbox/api';
-import { connectionSecurity, dataConverter, keyring } from '../temporal/client';
+import { connectionSecurity, dataConverter, keyring, payloadCodec } from '../temporal/client';
 import { codecRouter, codecServerOptions } from '../temporal/codec-server';
 import { searchAttributeAdvice, searchAttributeProblems } from '../temporal/search-attributes';
 import { createReceiverApp } from './app';
@@ -93,7 +93,10 @@ export async function startReceiver(options: {
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       deadlineMs: config.WEBHOOK_START_DEADLINE_MS,
       eager: workerConnection !== undefined,
+      inputCodec: payloadCodec(options.encryptionKey, keyring(config), { refuseUnencrypted: true }),
       onStarted: (dispatch) => metrics.starts.inc({ dispatch }),
+      onReplaced: (replaced) =>
+        logger.warn(replaced, 'replaced a run under this event id that the receiver did not start'),
     }),
     readiness: async () => {
       const [temporal, postgres, attributes] = await Promise.all([
