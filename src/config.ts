@@ -64,6 +64,12 @@ const durations = (fallback: string) =>
       return list as number[];
     });
 
+/** A duration that bounds what a client may hold: never 0, which Node reads as "no limit". */
+const limit = (fallback: string) =>
+  duration(fallback).refine((ms) => ms >= 100, {
+    message: 'must be at least 100ms (0 would turn the limit off)',
+  });
+
 const keyIdPattern = /^[\w.-]{1,64}$/;
 
 const encryptionKey = z
@@ -151,6 +157,16 @@ export const configSchema = z.object({
     .default(1024 * 1024),
   /** Deadline for the durable start before the receiver answers 503 (below every sender's ack deadline). */
   WEBHOOK_START_DEADLINE_MS: z.coerce.number().int().min(50).default(1500),
+  /**
+   * What a client may hold of the receiver (slowloris): the time to send its request headers, the time
+   * to send the whole request (headers and body; the answer is not counted), how long an idle
+   * keep-alive connection stays open, and how many connections are open at once (more are closed as
+   * they arrive). A webhook is a few KiB sent at once; senders that take longer are broken or hostile.
+   */
+  RECEIVER_HEADERS_TIMEOUT: limit('10s'),
+  RECEIVER_REQUEST_TIMEOUT: limit('30s'),
+  RECEIVER_KEEP_ALIVE_TIMEOUT: limit('5s'),
+  RECEIVER_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(1_000_000).default(1000),
   SLACK_SIGNING_SECRET: optional,
   SLACK_BOT_TOKEN: optional,
   SLACK_API_URL: z.url().default('https://slack.com/api/'),
@@ -250,6 +266,17 @@ export const configSchema = z.object({
   SANDBOX_ENABLED: optionalFlag,
 });
 
+/** Settings that are valid alone but not together: each problem with the field to change. */
+function combinationProblems(config: Config): string[] {
+  const problems: string[] = [];
+  // Node refuses to start a server whose headers may take longer than the whole request.
+  if (config.RECEIVER_HEADERS_TIMEOUT > config.RECEIVER_REQUEST_TIMEOUT)
+    problems.push(
+      'RECEIVER_HEADERS_TIMEOUT: must not be longer than RECEIVER_REQUEST_TIMEOUT (the headers are part of the request)',
+    );
+  return problems;
+}
+
 export type Config = z.infer<typeof configSchema>;
 
 /** Thrown when the environment is invalid; lists every problem, never a secret's value. */
@@ -270,6 +297,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!parsed.success) {
     throw new ConfigError(parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`));
   }
+  const problems = combinationProblems(parsed.data);
+  if (problems.length > 0) throw new ConfigError(problems);
   return parsed.data;
 }
 

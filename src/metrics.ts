@@ -27,6 +27,8 @@ export interface ReceiverMetrics {
   ignored: Counter<'provider' | 'reason'>;
   /** Event workflows started, by how their first workflow task reached a worker. */
   starts: Counter<'dispatch'>;
+  /** Connections closed as they arrived because RECEIVER_MAX_CONNECTIONS were open. */
+  droppedConnections: Counter;
 }
 
 /**
@@ -60,6 +62,11 @@ export function createReceiverMetrics(): ReceiverMetrics {
       labelNames: ['provider', 'outcome'],
       // Dense below 100 ms (our ack target) and up to the senders' deadlines (LINE 2 s, Slack 3 s).
       buckets: [0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 1.5, 2, 3],
+      registers: [registry],
+    }),
+    droppedConnections: new Counter({
+      name: 'replyflow_receiver_connections_dropped_total',
+      help: 'Connections the receiver closed as they arrived, because RECEIVER_MAX_CONNECTIONS were open',
       registers: [registry],
     }),
     ignored: new Counter({

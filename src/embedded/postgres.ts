@@ -95,7 +95,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     binaries.postgres,
     // Loopback TCP only: no Unix socket in a shared directory such as /tmp.
     ['-D', dir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
-    { stdio: ['ignore', 'ignore', 'pipe'], ...runAs },
+    { stdio: ['ignore', 'ignore', 'pipe'], env: postgresEnvironment(), ...runAs },
   );
   server.stderr?.on('data', (chunk: Buffer) => logs.push(chunk.toString()));
   // If this process exits without stop(), PostgreSQL is told to shut down rather than left behind.
@@ -139,6 +139,19 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     port,
     stop,
   };
+}
+
+/**
+ * What initdb and postgres get of our environment: PATH (initdb runs the server through a shell) and
+ * TZ (initdb writes the cluster's time zone from it), and English messages, which the start-up error
+ * above is matched against. Not the rest: replyflow's environment holds its secrets (GITHUB_TOKEN,
+ * route credentials, the payload key), and as root PostgreSQL runs as the shared `postgres` user, who
+ * can read its own processes' /proc/<pid>/environ. PG* variables stay out too (-D and -p say where).
+ */
+function postgresEnvironment(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { LC_MESSAGES: 'C' };
+  for (const key of ['PATH', 'TZ']) if (process.env[key] !== undefined) env[key] = process.env[key];
+  return env;
 }
 
 function randomPassword(): string {
@@ -203,7 +216,7 @@ export function systemUser(): RunAs {
 
 /** Whether `runAs` can run `binary` (every directory above it must let that user through). */
 function canRun(binary: string, runAs: RunAs): boolean {
-  const result = spawnSync(binary, ['--version'], { ...runAs, stdio: 'ignore' });
+  const result = spawnSync(binary, ['--version'], { ...runAs, stdio: 'ignore', env: postgresEnvironment() });
   return !result.error && result.status === 0;
 }
 
@@ -258,7 +271,7 @@ function initialise(
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   if (runAs) {
     chownSync(dir, runAs.uid, runAs.gid);
-    if (spawnSync('test', ['-w', dir], runAs).status !== 0)
+    if (spawnSync('test', ['-w', dir], { ...runAs, env: postgresEnvironment() }).status !== 0)
       throw new EmbeddedPostgresError(
         `PostgreSQL runs as the system user "${SYSTEM_USER}", which cannot reach ${dir} (a directory above it is closed to other users): ` +
           `set REPLYFLOW_DATA_DIR to a directory it can reach, e.g. REPLYFLOW_DATA_DIR=/var/lib/replyflow, or set DATABASE_URL`,
@@ -280,7 +293,7 @@ function initialise(
         '--encoding=UTF8',
         '--no-locale',
       ],
-      { ...runAs, encoding: 'utf8', env: { ...process.env, LC_MESSAGES: 'C' } },
+      { ...runAs, encoding: 'utf8', env: postgresEnvironment() },
     );
     if (result.error || result.status !== 0) {
       logs.push(result.stderr ?? '', result.error?.message ?? '');

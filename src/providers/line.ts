@@ -20,15 +20,26 @@ export const LINE_REPLY_TOKEN_TTL_MS = 60_000;
  * Verifies `x-line-signature` (base64 HMAC-SHA256 of the raw body with the channel secret) with
  * `@line/bot-sdk`'s `validateSignature`, which compares in constant time. LINE signs no timestamp, so
  * there is no replay window: redeliveries are caught by the event id instead.
+ *
+ * `validateSignature` decodes the header with `Buffer.from(…, 'base64')`, which skips characters that
+ * are not base64 and stops at padding, so the signature with junk appended (or spaces, base64url, set
+ * spare bits) still passed. LINE's Python SDK (line-bot-sdk-python `SignatureValidator.validate`,
+ * checked Nov 2026) compares the header with the encoded digest as strings; we are as strict: only
+ * a header in canonical base64 is compared at all.
  */
 export function verifyLineRequest(channelSecret: string, ctx: RequestContext): void {
   const signature = header(ctx.headers, 'x-line-signature');
   if (!signature) throw new WebhookVerificationError('missing x-line-signature header');
-  if (!validateSignature(ctx.rawBody, channelSecret, signature)) {
+  if (!isCanonicalBase64(signature) || !validateSignature(ctx.rawBody, channelSecret, signature)) {
     throw new WebhookVerificationError(
       'x-line-signature does not match the raw body; check LINE_CHANNEL_SECRET (the channel secret, not the access token)',
     );
   }
+}
+
+/** True when `value` is exactly what encoding its decoded bytes gives back: nothing skipped or ignored. */
+function isCanonicalBase64(value: string): boolean {
+  return Buffer.from(value, 'base64').toString('base64') === value;
 }
 
 /** Signs a body the way LINE does, for tests and local senders. */

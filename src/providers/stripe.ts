@@ -17,9 +17,13 @@ export const STRIPE_TOLERANCE_SECONDS = 300;
 /**
  * Verifies `Stripe-Signature` with the `stripe` package: any `v1` that matches passes (so a rolled
  * secret's old and new signatures both work), `v0` is ignored, the compare is constant-time, and a
- * timestamp older than 300 s is rejected. Like Stripe's own libraries it accepts timestamps in the
- * future. This is the check `webhooks.constructEvent` runs before it parses; the parsing is left to
- * parse() so that a signed but malformed body is a 400 with zod issues, not a library exception.
+ * timestamp older than 300 s is rejected. This is the check `webhooks.constructEvent` runs before it
+ * parses; the parsing is left to parse() so that a signed but malformed body is a 400 with zod issues,
+ * not a library exception.
+ *
+ * Stripe's libraries check only the age, so a request signed for a time ahead stays replayable until
+ * then plus 300 s; we also refuse a signed timestamp more than 300 s ahead of the arrival time (as
+ * Standard Webhooks does), which a sender whose clock is right never sends.
  */
 export function verifyStripeRequest(secret: string, ctx: RequestContext): void {
   const signature = header(ctx.headers, 'stripe-signature');
@@ -38,10 +42,32 @@ export function verifyStripeRequest(secret: string, ctx: RequestContext): void {
     // The library's messages are long and carry advice for developers; the sender gets a short reason.
     throw new WebhookVerificationError(shortReason(err.message));
   }
+  // Written so that a t= that is no number (NaN, which the library's age check lets through) is refused.
+  const aheadSeconds = signedSeconds(signature) - ctx.receivedAt.getTime() / 1000;
+  if (!(aheadSeconds <= STRIPE_TOLERANCE_SECONDS)) {
+    throw new WebhookVerificationError(
+      `Stripe-Signature timestamp is more than ${STRIPE_TOLERANCE_SECONDS} s in the future; check the sender's clock`,
+    );
+  }
+}
+
+/**
+ * The timestamp the signature covers, read as the `stripe` package reads it (the last `t=` item,
+ * parseInt), so that no other `t=` in the header can stand in for it. Only called once it verified.
+ */
+function signedSeconds(signature: string): number {
+  let seconds = Number.NaN;
+  for (const item of signature.split(',')) {
+    const [key, value] = item.split('=');
+    if (key === 't') seconds = Number.parseInt(value ?? '', 10);
+  }
+  return seconds;
 }
 
 function shortReason(libraryMessage: string): string {
-  if (/tolerance/i.test(libraryMessage)) return 'Stripe-Signature timestamp is older than 300 s';
+  if (/tolerance/i.test(libraryMessage)) {
+    return `Stripe-Signature timestamp is older than ${STRIPE_TOLERANCE_SECONDS} s`;
+  }
   if (/extract|expected scheme/i.test(libraryMessage)) {
     return 'Stripe-Signature is malformed: expected t=<seconds>,v1=<hex>';
   }

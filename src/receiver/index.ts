@@ -13,7 +13,7 @@ import { boundAddress, listenOn, reachableHost } from '../ports';
 import { createProviders } from '../providers';
 import { GITHUB_REPLAY_WINDOW_DAYS } from '../providers/github';
 import { sandboxRouter } from '../sandbox/api';
-import { connectionSecurity, dataConverter, keyring } from '../temporal/client';
+import { connectionSecurity, dataConverter, keyring, payloadCodec } from '../temporal/client';
 import { codecRouter, codecServerOptions } from '../temporal/codec-server';
 import { searchAttributeAdvice, searchAttributeProblems } from '../temporal/search-attributes';
 import { createReceiverApp } from './app';
@@ -100,7 +100,10 @@ export async function startReceiver(options: {
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       deadlineMs: config.WEBHOOK_START_DEADLINE_MS,
       eager: workerConnection !== undefined,
+      inputCodec: payloadCodec(options.encryptionKey, keyring(config), { refuseUnencrypted: true }),
       onStarted: (dispatch) => metrics.starts.inc({ dispatch }),
+      onReplaced: (replaced) =>
+        logger.warn(replaced, 'replaced a run under this event id that the receiver did not start'),
     }),
     readiness: async () => {
       const [temporal, postgres, attributes] = await Promise.all([
@@ -127,7 +130,9 @@ export async function startReceiver(options: {
     bodyLimit: config.WEBHOOK_BODY_LIMIT,
     extraRoutes: [...sandboxRoutes, codecServer],
   });
-  const server = http.createServer(app);
+  const server = http.createServer(serverLimits(config), app);
+  server.maxConnections = config.RECEIVER_MAX_CONNECTIONS;
+  server.on('drop', () => metrics.droppedConnections.inc());
   await listenOn(server, config.HOST, port);
   const address = server.address() as AddressInfo;
   selfUrl = `http://${reachableHost(address)}:${address.port}`;
@@ -157,6 +162,28 @@ async function workflowStatus(client: Client, workflowId: string) {
     if (err instanceof WorkflowNotFoundError) return undefined;
     throw err;
   }
+}
+
+/**
+ * The HTTP server's bounds on what a client may hold (RECEIVER_* in src/config.ts). Node's own
+ * defaults let a slow body hold a connection 300 s and slow headers 60 s, and accept any number of
+ * idle connections. Node checks the headers and request timeouts every `connectionsCheckingInterval`
+ * (30 s by default), so a client is cut at most that much after its timeout: a tenth of the shorter
+ * one, at most a second. A slow answer is not cut: the request timeout ends once the request is in.
+ */
+export function serverLimits(
+  config: Pick<
+    Config,
+    'RECEIVER_HEADERS_TIMEOUT' | 'RECEIVER_REQUEST_TIMEOUT' | 'RECEIVER_KEEP_ALIVE_TIMEOUT'
+  >,
+): http.ServerOptions {
+  const shorter = Math.min(config.RECEIVER_HEADERS_TIMEOUT, config.RECEIVER_REQUEST_TIMEOUT);
+  return {
+    headersTimeout: config.RECEIVER_HEADERS_TIMEOUT,
+    requestTimeout: config.RECEIVER_REQUEST_TIMEOUT,
+    keepAliveTimeout: config.RECEIVER_KEEP_ALIVE_TIMEOUT,
+    connectionsCheckingInterval: Math.min(1000, Math.ceil(shorter / 10)),
+  };
 }
 
 /**

@@ -1,17 +1,20 @@
 // Makes an event durable: starts its workflow under the id derived from (provider, event id). A
-// duplicate start is the first dedupe key; a start Temporal cannot confirm in time is "unavailable".
+// duplicate start is the first dedupe key, once the run that holds the id is known to be the event's
+// (existing-run.ts); a start Temporal cannot confirm in time is "unavailable".
 import {
   type Client,
   WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
   type WorkflowStartOptions,
 } from '@temporalio/client';
-import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/common';
+import { type PayloadCodec, WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/common';
 import type { handleEvent } from '../../workflows';
 import { ConversationId, CorrelationId, Provider, ReplyState } from '../../workflows/search-attributes';
 import { errorMessage } from '../failures';
 import type { StartDispatch } from '../metrics';
 import type { InboundEvent } from '../providers/types';
 import type { DeadlineCalls } from './deadline-calls';
+import { existingRun } from './existing-run';
 
 export type StartOutcome = 'accepted' | 'duplicate';
 
@@ -59,7 +62,14 @@ export interface EventStarter {
 export function eventStartOptions(
   event: InboundEvent,
   taskQueue: string,
-  { eager = false }: { eager?: boolean } = {},
+  {
+    eager = false,
+    reuse = WorkflowIdReusePolicy.REJECT_DUPLICATE,
+  }: {
+    eager?: boolean;
+    /** Only to replace a run that is not the event's (src/receiver/existing-run.ts). */
+    reuse?: WorkflowIdReusePolicy;
+  } = {},
 ): WorkflowStartOptions<typeof handleEvent> {
   return {
     ...(eager && { requestEagerStart: true }),
@@ -67,7 +77,7 @@ export function eventStartOptions(
     taskQueue,
     args: [event],
     // A closed run with this id means the event was handled: a redelivery is a duplicate.
-    workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+    workflowIdReusePolicy: reuse,
     workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
     memo: { correlationId: event.correlationId },
     typedSearchAttributes: [
@@ -79,35 +89,78 @@ export function eventStartOptions(
   };
 }
 
+/**
+ * How often one delivery replaces a run that is not its event's before it gives up with a 503: an
+ * attacker racing the receiver with new impostor starts only delays the event until the redelivery.
+ */
+const MAX_REPLACEMENTS = 2;
+
 export function temporalEventStarter(options: {
   client: Client;
   calls: DeadlineCalls;
   taskQueue: string;
-  /** WEBHOOK_START_DEADLINE_MS: below every sender's ack deadline. */
+  /** WEBHOOK_START_DEADLINE_MS, for everything a start takes: below every sender's ack deadline. */
   deadlineMs: number;
   /** Eager starts: the client's connection is a worker's, in this process. */
   eager?: boolean;
+  /** Refuses payloads our keys did not encrypt, as workers do: tells the receiver's runs from others. */
+  inputCodec: PayloadCodec;
   /** Told how each started workflow's first task went to a worker (the receiver counts it). */
   onStarted?: (dispatch: StartDispatch) => void;
+  /** Told when a run that was not the event's was replaced by the event's own (the receiver logs it). */
+  onReplaced?: (replaced: { workflowId: string; runId: string; why: string }) => void;
 }): EventStarter {
-  const { client, calls, taskQueue, deadlineMs, eager, onStarted } = options;
+  const { client, calls, taskQueue, deadlineMs, eager, inputCodec, onStarted, onReplaced } = options;
   return {
     async start(event) {
+      const deadline = Date.now() + deadlineMs;
+      const inTime = <T>(call: () => Promise<T>) => calls.run(Math.max(1, deadline - Date.now()), call);
       try {
-        const handle = await calls.run(deadlineMs, () =>
-          client.workflow.start<typeof handleEvent>(
-            'handleEvent',
-            eventStartOptions(event, taskQueue, { eager }),
-          ),
-        );
-        onStarted?.(handle.eagerlyStarted ? 'eager' : 'queue');
-        return 'accepted';
+        let reuse: WorkflowIdReusePolicy | undefined;
+        for (let replaced = 0; ; replaced++) {
+          try {
+            const handle = await inTime(() =>
+              client.workflow.start<typeof handleEvent>(
+                'handleEvent',
+                eventStartOptions(event, taskQueue, { eager, reuse }),
+              ),
+            );
+            onStarted?.(handle.eagerlyStarted ? 'eager' : 'queue');
+            return 'accepted';
+          } catch (err) {
+            if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+          }
+          const existing = await inTime(() => existingRun(client, inputCodec, event.workflowId));
+          if (existing.ours) return 'duplicate';
+          if (replaced === MAX_REPLACEMENTS)
+            throw new Error('runs that are not the event keep taking its id');
+          if (existing.running) await inTime(() => terminate(client, event.workflowId, existing.runId));
+          onReplaced?.({ workflowId: event.workflowId, runId: existing.runId, why: existing.why });
+          // After a run that did not complete (a refused or terminated one), only such a run may be
+          // replaced: a concurrent delivery whose own start completed already is then refused, and
+          // answered duplicate. A completed impostor (another event's ciphertext) needs any reuse;
+          // a delivery racing that replacement starts a second run, which the ledger ends as duplicate.
+          reuse =
+            existing.running || existing.closedUnsuccessfully
+              ? WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY
+              : WorkflowIdReusePolicy.ALLOW_DUPLICATE;
+        }
       } catch (err) {
-        if (err instanceof WorkflowExecutionAlreadyStartedError) return 'duplicate';
         throw new TemporalUnavailableError(`Temporal did not accept the start: ${errorMessage(err)}`, {
           cause: err,
         });
       }
     },
   };
+}
+
+/** Terminates that one run (never a newer one under the id); one that closed meanwhile is fine. */
+async function terminate(client: Client, workflowId: string, runId: string): Promise<void> {
+  try {
+    await client.workflow
+      .getHandle(workflowId, runId)
+      .terminate('not started by the receiver: replaced by the real delivery of its event');
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError)) throw err;
+  }
 }

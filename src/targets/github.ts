@@ -64,11 +64,28 @@ export function githubTarget({ token, apiUrl }: GithubTargetOptions): TargetAdap
   };
 }
 
+/**
+ * GitHub's own naming rules, slightly widened: an account is letters, digits, `-` (and `_`, which
+ * Enterprise Managed Users' names carry); a repository is letters, digits, `.`, `-`, `_`.
+ */
+const ACCOUNT_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/;
+const REPOSITORY_NAME = /^[A-Za-z0-9._-]{1,100}$/;
+
 function commentsUrl(base: string, step: StepPlan): string {
   const { owner, repo, issueNumber } = step.destination;
   if (!owner || !repo || !issueNumber || !/^\d+$/.test(issueNumber))
     throw new TargetError('permanent', 'github: the step needs owner, repo and a numeric issueNumber', {
       fix: 'check the route destination',
+    });
+  // The values come from webhook data and the token goes with the request: a `..` (which no encoding
+  // changes) would resolve out of GITHUB_API_URL's path, e.g. a GitHub Enterprise `/api/v3`.
+  if (!ACCOUNT_NAME.test(owner))
+    throw new TargetError('permanent', 'github: owner is not a GitHub account name', {
+      fix: 'check where the route takes owner from: it must be a user or organisation login (letters, digits, - and _)',
+    });
+  if (!REPOSITORY_NAME.test(repo) || repo === '.' || repo === '..')
+    throw new TargetError('permanent', 'github: repo is not a GitHub repository name', {
+      fix: 'check where the route takes repo from: it must be a repository name (letters, digits, ., - and _; not . or ..)',
     });
   return `${base}/repos/${encodeURIComponent(owner)}/${encodeURIComponent(repo)}/issues/${issueNumber}/comments`;
 }

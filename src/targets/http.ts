@@ -92,7 +92,7 @@ export function httpTarget(name: string, endpoint: HttpEndpoint): TargetAdapter 
  * Fills `{effectId}` and `{<destination key>}` in a URL template, URL-encoding each value. Values come
  * from webhooks, so they may not steer the request elsewhere: a placeholder before the path (scheme,
  * host, port) is refused, and so is a value of `.` or `..`, which a URL resolves as a path step
- * (`/api/orders/../confirm` is `/api/confirm`) that encoding leaves as it is.
+ * (`/api/orders/../confirm` is `/api/confirm`) that encoding leaves as it is, or an empty one (`//`).
  */
 export function fillUrl(template: string, effectId: string, step: StepPlan, what: string): string {
   const authorityEnd = template.search(/(?<=^[a-z][a-z0-9+.-]*:\/\/[^/?#]*)[/?#]|$/i);
@@ -110,6 +110,12 @@ export function fillUrl(template: string, effectId: string, step: StepPlan, what
           fix: `add ${name} to the step's destination in the route file`,
         },
       );
+    // An empty value turns `/orders/{id}/confirm` into `/orders//confirm`, which many servers and
+    // proxies collapse to `/orders/confirm`: another resource. A real id is never empty.
+    if (value === '')
+      throw new TargetError('permanent', `${what}: {${name}} is empty (it would change the path)`, {
+        fix: `check where the route takes ${name} from: the event gave an empty value, not an id`,
+      });
     if (value === '.' || value === '..')
       throw new TargetError(
         'permanent',

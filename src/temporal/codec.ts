@@ -20,6 +20,14 @@ function refused(why: string): Payload {
   };
 }
 
+/**
+ * Thrown when a payload names a key id this process does not hold: a key rollout in progress (a
+ * process that holds it may read it), or a payload that was never ours.
+ */
+export class UnknownPayloadKeyError extends Error {
+  override name = 'UnknownPayloadKeyError';
+}
+
 export interface CodecOptions {
   /**
    * Workers: hand a refusal to the workflow instead of a payload not encrypted by a known key
@@ -83,7 +91,7 @@ export class AesGcmPayloadCodec implements PayloadCodec {
       const keyId = keyIdBytes ? new TextDecoder().decode(keyIdBytes) : this.keyId;
       const key = keyId === this.keyId ? this.key : this.previousKeys[keyId];
       // A key this process lacks may be a rollout in progress: fail, and let a worker that has it try.
-      if (!key) throw new Error(`payload encrypted with unknown key id "${keyId}"`);
+      if (!key) throw new UnknownPayloadKeyError(`payload encrypted with unknown key id "${keyId}"`);
       try {
         return this.decrypt(key, Buffer.from(payload.data));
       } catch (err) {

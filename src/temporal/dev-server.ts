@@ -1,8 +1,8 @@
 // The embedded Temporal: `temporal server start-dev` as a child process, with a SQLite file so work
 // survives a restart, the Web UI, our search attributes registered and retention raised above every
 // provider's redelivery window. Used by `replyflow start` when TEMPORAL_ADDRESS is unset, and by tests.
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { type ChildProcess, type SpawnOptions, spawn } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
@@ -82,7 +82,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   }
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--log-level', 'warn'];
   if (options.dbFile) {
-    mkdirSync(path.dirname(options.dbFile), { recursive: true });
+    keepPrivate(options.dbFile);
     args.push('--db-filename', options.dbFile);
     for (const pragma of options.sqlitePragmas ?? DEV_SQLITE_PRAGMAS) args.push('--sqlite-pragma', pragma);
   }
@@ -98,7 +98,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   for (const key of ALL_SEARCH_ATTRIBUTES)
     args.push('--search-attribute', `${key.name}=${key.type === 'INT' ? 'Int' : 'Keyword'}`);
 
-  const child = spawn(cli, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawnPrivate(cli, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   // However this process ends (a second Ctrl-C, process.exit while stopping under load), the server
   // it started ends with it: never a dev server left running on its own.
   const killOnExit = () => {
@@ -142,6 +142,32 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
       await exit;
     },
   };
+}
+
+/**
+ * The SQLite file holds our users' events: readable by its owner only. SQLite gives the -wal and -shm
+ * files it makes beside it the main file's mode, whatever the umask, so a main file kept 0600 keeps
+ * all three private. One that an earlier version left 0644 is tightened here; a new one is created
+ * under the server's umask (spawnPrivate). It cannot be made in advance: the server sets up its
+ * schema only in a file that does not exist yet.
+ */
+function keepPrivate(dbFile: string): void {
+  mkdirSync(path.dirname(dbFile), { recursive: true });
+  for (const file of [dbFile, `${dbFile}-wal`, `${dbFile}-shm`]) if (existsSync(file)) chmodSync(file, 0o600);
+}
+
+/**
+ * Spawns the server with umask 077, so that every file it creates is its owner's only. A child takes
+ * its umask from the parent at spawn (which forks synchronously), so ours is narrowed just for that
+ * call: nothing else runs on this thread meanwhile.
+ */
+function spawnPrivate(command: string, args: string[], options: SpawnOptions): ChildProcess {
+  const previous = process.umask(0o077);
+  try {
+    return spawn(command, args, options);
+  } finally {
+    process.umask(previous);
+  }
 }
 
 async function waitUntilServing(address: string, namespace: string, timeoutMs: number): Promise<void> {

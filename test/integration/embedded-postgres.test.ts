@@ -101,6 +101,43 @@ describe('embedded PostgreSQL', function () {
     });
   });
 
+  it("runs with only the environment it needs, never replyflow's secrets", async () => {
+    const secrets = {
+      GITHUB_TOKEN: 'ghp_embedded_pg_env_probe',
+      SLACK_SIGNING_SECRET: 'slack-embedded-pg-env-probe',
+      REPLYFLOW_ENCRYPTION_KEY: 'a2V5LWVtYmVkZGVkLXBnLWVudi1wcm9iZS0zMmJ5dGVz',
+      PGPASSWORD: 'pg-embedded-env-probe',
+    };
+    const saved = Object.fromEntries(Object.keys(secrets).map((k) => [k, process.env[k]]));
+    Object.assign(process.env, secrets);
+    const dir = path.join(openDir('replyflow-pg-env-'), 'data');
+    let running: Awaited<ReturnType<typeof startEmbeddedPostgres>> | undefined;
+    try {
+      running = await startEmbeddedPostgres({ dir, ephemeral: true });
+    } finally {
+      for (const [key, value] of Object.entries(saved))
+        if (value === undefined) delete process.env[key];
+        else process.env[key] = value;
+    }
+    try {
+      // The postmaster's pid is postmaster.pid's first line; as root it runs as another user, whose
+      // environment only root (or that user) can read.
+      const pid = readFileSync(path.join(dir, 'postmaster.pid'), 'utf8').split('\n')[0]!.trim();
+      const environ = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').filter(Boolean);
+      for (const value of Object.values(secrets))
+        assert.ok(!environ.some((entry) => entry.includes(value)), 'no secret in its environment');
+      assert.deepEqual(
+        environ
+          .map((entry) => entry.split('=')[0])
+          .filter((key) => !['PATH', 'TZ', 'LC_MESSAGES'].includes(key!)),
+        [],
+        'nothing but what PostgreSQL needs',
+      );
+    } finally {
+      await running.stop();
+    }
+  });
+
   it('is what the CLI beside `replyflow start` connects with: the application role, its generated password', async () => {
     const dataDir = openDir('replyflow-pg-cli-');
     const dir = path.join(dataDir, 'postgres');

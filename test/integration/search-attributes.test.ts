@@ -9,7 +9,7 @@ import type { ReceiverHandle } from '../../src/receiver';
 import { DeadlineCalls } from '../../src/receiver/deadline-calls';
 import { TemporalUnavailableError, temporalEventStarter } from '../../src/receiver/start-event';
 import { findTemporalCli } from '../../src/temporal/binaries';
-import { connectClient, type TemporalClient } from '../../src/temporal/client';
+import { connectClient, payloadCodec, type TemporalClient } from '../../src/temporal/client';
 import { SearchAttributesMissingError } from '../../src/temporal/search-attributes';
 import { createWorker } from '../../src/worker';
 import { ALL_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
@@ -68,6 +68,7 @@ describe('search attributes: readiness and the worker start check (dev server)',
       calls,
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       deadlineMs: 10_000,
+      inputCodec: payloadCodec(TEST_ENCRYPTION_KEY, {}, { refuseUnencrypted: true }),
     });
     await assert.rejects(starter.start(sandboxEvent({ conversationId: uniqueId('c') })), (err: unknown) => {
       assert.ok(err instanceof TemporalUnavailableError);

@@ -1,7 +1,7 @@
 // URL placeholders of an HTTP endpoint are filled from webhook data, so they may not steer the request:
-// a value of `.` or `..` (a path step that encoding leaves alone) is refused, and a template that puts
-// a placeholder in the scheme, host or port is refused, before anything is sent. A real HTTP server
-// records what arrives.
+// a value of `.` or `..` (a path step that encoding leaves alone) or an empty one (`//`) is refused,
+// and a template that puts a placeholder in the scheme, host or port is refused, before anything is
+// sent. A real HTTP server records what arrives.
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -58,6 +58,14 @@ describe('HTTP target URL placeholders (real HTTP server)', () => {
       assert.deepEqual(received, []);
     });
   }
+
+  it('refuses an empty value, which would make an empty path step (/api/orders//confirm), and sends nothing', async () => {
+    await assert.rejects(
+      send(`${base}/api/orders/{orderId}/confirm`, { orderId: '' }),
+      (err: unknown) => refusedPermanently(err) && /\{orderId\} is empty/.test((err as TargetError).message),
+    );
+    assert.deepEqual(received, []);
+  });
 
   for (const template of [
     'http://{host}/api/confirm',

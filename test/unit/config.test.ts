@@ -40,6 +40,45 @@ describe('configuration read once at start (src/config.ts)', () => {
     );
   });
 
+  it("bounds what a client may hold of the receiver by default, tighter than Node's own defaults", () => {
+    const config = loadConfig({});
+    assert.equal(config.RECEIVER_HEADERS_TIMEOUT, 10_000);
+    assert.equal(config.RECEIVER_REQUEST_TIMEOUT, 30_000);
+    assert.equal(config.RECEIVER_KEEP_ALIVE_TIMEOUT, 5_000);
+    assert.equal(config.RECEIVER_MAX_CONNECTIONS, 1000);
+  });
+
+  it('refuses receiver limits that turn a limit off or cannot hold, each named', () => {
+    const problemsOf = (env: Record<string, string>) => {
+      try {
+        loadConfig(env);
+        return [];
+      } catch (err) {
+        assert.ok(err instanceof ConfigError);
+        return err.problems.map((p) => p.split(':')[0]);
+      }
+    };
+    assert.deepEqual(
+      problemsOf({
+        RECEIVER_HEADERS_TIMEOUT: '0s',
+        RECEIVER_REQUEST_TIMEOUT: 'soon',
+        RECEIVER_KEEP_ALIVE_TIMEOUT: '50ms',
+        RECEIVER_MAX_CONNECTIONS: '0',
+      }).sort(),
+      [
+        'RECEIVER_HEADERS_TIMEOUT',
+        'RECEIVER_KEEP_ALIVE_TIMEOUT',
+        'RECEIVER_MAX_CONNECTIONS',
+        'RECEIVER_REQUEST_TIMEOUT',
+      ],
+    );
+    // Node refuses a server whose headers may take longer than the whole request.
+    assert.deepEqual(problemsOf({ RECEIVER_HEADERS_TIMEOUT: '1m', RECEIVER_REQUEST_TIMEOUT: '30s' }), [
+      'RECEIVER_HEADERS_TIMEOUT',
+    ]);
+    assert.deepEqual(problemsOf({ RECEIVER_HEADERS_TIMEOUT: '30s', RECEIVER_REQUEST_TIMEOUT: '30s' }), []);
+  });
+
   it('parses Standard Webhooks secrets per source', () => {
     const config = loadConfig({ STANDARD_WEBHOOKS_SECRETS: 'orders=whsec_a, billing=whsec_b' });
     assert.deepEqual(config.STANDARD_WEBHOOKS_SECRETS, { orders: 'whsec_a', billing: 'whsec_b' });

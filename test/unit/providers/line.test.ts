@@ -46,6 +46,14 @@ describe('LINE provider', () => {
 
     const body = bodyOf(textMessage());
     const valid = () => signLineRequest(SECRET, body);
+    const withSignature = (change: (signature: string) => string) =>
+      requestContext(body, { 'x-line-signature': change(valid()['x-line-signature']!) });
+    /** 32 bytes take 43 base64 digits and 2 spare bits; a decoder ignores them, an exact compare does not. */
+    const setUnusedBits = (signature: string) => {
+      const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+      const last = alphabet.indexOf(signature[42]!);
+      return `${signature.slice(0, 42)}${alphabet[last | 0b11]}=`;
+    };
 
     it('accepts a valid request', () => {
       verifyLineRequest(SECRET, requestContext(body, valid()));
@@ -57,7 +65,27 @@ describe('LINE provider', () => {
       ['a missing signature header', () => requestContext(body, { 'content-type': 'application/json' })],
       ['an empty signature', () => requestContext(body, { 'x-line-signature': '' })],
       ['a hex signature instead of base64', () => requestContext(body, { 'x-line-signature': 'd9' })],
+      // @line/bot-sdk decodes the header with Buffer.from(…, 'base64'), which skips what is not base64:
+      // each of these decodes to the right digest and passes validateSignature, but not LINE's Python
+      // SDK, which compares the header with the encoded digest exactly.
+      ['the signature with junk appended', () => withSignature((s) => `${s}junk`)],
+      ['the signature with another base64 block appended', () => withSignature((s) => `${s}AAAA`)],
+      ['the signature without its padding', () => withSignature((s) => s.replace(/=$/, ''))],
+      ['the signature with a space in front', () => withSignature((s) => ` ${s}`)],
+      [
+        'the signature with a line break inside',
+        () => withSignature((s) => `${s.slice(0, 20)}\n${s.slice(20)}`),
+      ],
+      ['the signature in base64url', () => withSignature((s) => s.replace(/\+/g, '-').replace(/\//g, '_'))],
+      ['the signature with unused low bits set', () => withSignature(setUnusedBits)],
     ];
+    it('rejects only what @line/bot-sdk alone would pass (so these cases test our check)', () => {
+      for (const [name, make] of broken.slice(-7)) {
+        const ctx = make();
+        const signature = ctx.headers['x-line-signature'] as string;
+        assert.ok(validateSignature(body, SECRET, signature), `@line/bot-sdk accepts ${name}`);
+      }
+    });
     for (const [name, make] of broken) {
       it(`rejects ${name}`, () => {
         assert.throws(() => verifyLineRequest(SECRET, make()), WebhookVerificationError);

@@ -1,6 +1,7 @@
 // The Stripe provider: the signature vector, requests signed by stripe's own test helper broken one
 // thing at a time, secret rolls, and the `evt_` event key.
 import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
 import Stripe from 'stripe';
 import { signStripeEvent, stripeProvider, verifyStripeRequest } from '../../../src/providers/stripe';
 import { WebhookPayloadError, WebhookVerificationError } from '../../../src/providers/types';
@@ -47,19 +48,30 @@ describe('Stripe provider', () => {
       requestContext(raw, { 'stripe-signature': signature }, { receivedAt: now });
     const valid = () => stripeHeader(paymentSucceeded, SECRET, now);
 
-    it('accepts a request signed by stripe.webhooks.generateTestHeaderString, up to 300 s old', () => {
+    it('accepts a request signed by stripe.webhooks.generateTestHeaderString, up to 300 s either side', () => {
       verifyStripeRequest(SECRET, arriving(paymentSucceeded, valid()));
-      verifyStripeRequest(
-        SECRET,
-        arriving(paymentSucceeded, stripeHeader(paymentSucceeded, SECRET, at(-300_000))),
-      );
+      for (const offset of [-300_000, 300_000]) {
+        verifyStripeRequest(
+          SECRET,
+          arriving(paymentSucceeded, stripeHeader(paymentSucceeded, SECRET, at(offset))),
+        );
+      }
     });
 
-    it('accepts a timestamp in the future, as Stripe’s own libraries do', () => {
-      verifyStripeRequest(
-        SECRET,
-        arriving(paymentSucceeded, stripeHeader(paymentSucceeded, SECRET, at(600_000))),
-      );
+    it('says which side of the window a timestamp missed', () => {
+      const reason = (offsetMs: number) => {
+        try {
+          verifyStripeRequest(
+            SECRET,
+            arriving(paymentSucceeded, stripeHeader(paymentSucceeded, SECRET, at(offsetMs))),
+          );
+        } catch (err) {
+          return (err as Error).message;
+        }
+        return 'accepted';
+      };
+      assert.match(reason(-301_000), /older than 300 s/);
+      assert.match(reason(301_000), /more than 300 s in the future/);
     });
 
     it('accepts any matching v1 while a secret is rolled, and ignores v0', () => {
@@ -79,6 +91,29 @@ describe('Stripe provider', () => {
       [
         'a timestamp too old',
         () => arriving(paymentSucceeded, stripeHeader(paymentSucceeded, SECRET, at(-301_000))),
+      ],
+      // Stripe's libraries check only the age; a timestamp ahead of the clock is as much a replay window
+      // (a request signed for later stays valid until then), so it is refused like Standard Webhooks do.
+      [
+        'a timestamp too far in the future',
+        () => arriving(paymentSucceeded, stripeHeader(paymentSucceeded, SECRET, at(301_000))),
+      ],
+      [
+        // The library signs over the last t=; a current one in front must not stand in for it.
+        'a timestamp far in the future behind a current t=',
+        () =>
+          arriving(
+            paymentSucceeded,
+            `t=${now.getTime() / 1000},${stripeHeader(paymentSucceeded, SECRET, at(3_600_000))}`,
+          ),
+      ],
+      [
+        'a signed timestamp that is no number',
+        () => {
+          // The library signs over parseInt(t), here NaN; its age check lets NaN through.
+          const v1 = createHmac('sha256', SECRET).update(`NaN.${paymentSucceeded}`).digest('hex');
+          return arriving(paymentSucceeded, `t=soon,v1=${v1}`);
+        },
       ],
       [
         'a timestamp other than the signed one',
