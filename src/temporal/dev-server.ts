@@ -1,14 +1,20 @@
 // The embedded Temporal: `temporal server start-dev` as a child process, with a SQLite file so work
 // survives a restart, the Web UI, our search attributes registered and retention raised above every
 // provider's redelivery window. Used by `replyflow start` when TEMPORAL_ADDRESS is unset, and by tests.
+// No web page may reach it (docs/deploy.md, "Who can reach Temporal, and who decides"): its HTTP
+// listeners sit on ports browsers refuse, the HTTP API refuses every request, and the Web UI is
+// reached through a guard that checks Host and Origin (web-ui-guard.ts).
 import { type ChildProcess, type SpawnOptions, spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
 import { ALL_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
+import { errorMessage } from '../failures';
 import { freePort, portIsFree } from '../ports';
 import { findTemporalCli } from './binaries';
+import { BROWSER_BLOCKED_PORTS, freeBlockedPorts } from './browser-blocked-ports';
+import { startWebUiGuard, type WebUiGuard } from './web-ui-guard';
 
 /** Longer than the longest provider redelivery window we know (Stripe and GitHub: 3 days). */
 export const DEV_RETENTION_DAYS = 7;
@@ -21,6 +27,16 @@ export const DEV_RETENTION_DAYS = 7;
  */
 export const DEV_SQLITE_PRAGMAS = ['journal_mode=wal', 'synchronous=normal'];
 
+/**
+ * The HTTP API's only allowed Host (`frontend.httpAllowedHosts`): a value with spaces, which no
+ * request's Host can be, so the API refuses everything (403) and nothing of replyflow uses it. The
+ * CLI cannot turn it off; Nexus's routes on the same port skip this check, the blocked port does not.
+ */
+export const HTTP_API_OFF = 'no host: the HTTP API is off';
+
+/** Starting again after a port picked for a listener was taken in the meantime by another process. */
+const START_ATTEMPTS = 3;
+
 export interface DevServerOptions {
   /** SQLite file; omit for an in-memory server (tests). */
   dbFile?: string;
@@ -28,7 +44,7 @@ export interface DevServerOptions {
   sqlitePragmas?: string[];
   /** gRPC port; 0 picks a free one. @default 7233 */
   port?: number;
-  /** Web UI port; omit or 0 for headless. */
+  /** Web UI port (the guard's; the UI server itself is on a blocked port); omit or 0 for headless. */
   uiPort?: number;
   /** Passed to the UI so that it decodes payloads through our codec server. */
   uiCodecEndpoint?: string;
@@ -65,29 +81,41 @@ function stopChild(child: ChildProcess): Promise<void> {
   });
 }
 
-export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
-  const cli = findTemporalCli();
-  const port = options.port === 0 ? await freePort() : (options.port ?? 7233);
-  const namespace = options.namespace ?? 'default';
-  for (const [what, p] of [
-    ['Temporal gRPC', port],
-    ['Temporal Web UI', options.uiPort],
-  ] as const) {
-    if (p && !(await portIsFree(p))) {
-      throw new DevServerStartError(
-        `port ${p} (${what}) is already in use: stop what holds it (another replyflow or Temporal dev server?), ` +
-          'or set TEMPORAL_ADDRESS to use a running Temporal server instead of the embedded one.',
-      );
-    }
+/** The ports of one start: the configured ones, plus the blocked ones picked for this attempt. */
+interface Ports {
+  grpc: number;
+  http: number;
+  metrics: number;
+  /** The UI server's own port, behind the guard. */
+  ui?: number;
+}
+
+async function pickPorts(options: DevServerOptions): Promise<Ports> {
+  const grpc = options.port === 0 ? await freePort() : (options.port ?? 7233);
+  const blocked = await freeBlockedPorts(options.uiPort ? 3 : 2);
+  if (!blocked) {
+    throw new DevServerStartError(
+      `the embedded Temporal needs ${options.uiPort ? 3 : 2} free ports among those browsers refuse (${BROWSER_BLOCKED_PORTS.join(', ')}), ` +
+        'and fewer are free: stop what holds them, or set TEMPORAL_ADDRESS to use a running Temporal server.',
+    );
   }
-  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--log-level', 'warn'];
+  const [http, metrics, ui] = blocked as [number, number, number | undefined];
+  return { grpc, http, metrics, ui };
+}
+
+function startDevArgs(options: DevServerOptions, ports: Ports, namespace: string): string[] {
+  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(ports.grpc)];
+  args.push('--log-level', 'warn');
+  // Where no browser connects; the HTTP API, besides, accepts no Host at all.
+  args.push('--http-port', String(ports.http), '--metrics-port', String(ports.metrics));
+  args.push('--dynamic-config-value', `frontend.httpAllowedHosts=${JSON.stringify([HTTP_API_OFF])}`);
   if (options.dbFile) {
     keepPrivate(options.dbFile);
     args.push('--db-filename', options.dbFile);
     for (const pragma of options.sqlitePragmas ?? DEV_SQLITE_PRAGMAS) args.push('--sqlite-pragma', pragma);
   }
-  if (options.uiPort) {
-    args.push('--ui-port', String(options.uiPort), '--ui-disable-news-fetch');
+  if (ports.ui) {
+    args.push('--ui-port', String(ports.ui), '--ui-disable-news-fetch');
     if (options.uiCodecEndpoint) args.push('--ui-codec-endpoint', options.uiCodecEndpoint);
   } else {
     args.push('--headless');
@@ -97,8 +125,46 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
   for (const key of ALL_SEARCH_ATTRIBUTES)
     args.push('--search-attribute', `${key.name}=${key.type === 'INT' ? 'Int' : 'Keyword'}`);
+  return args;
+}
 
-  const child = spawnPrivate(cli, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+/** Thrown when a port picked for this start was taken before the server bound it: start again. */
+class PortTakenError extends DevServerStartError {
+  override name = 'PortTakenError';
+}
+
+export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
+  const namespace = options.namespace ?? 'default';
+  for (const [what, p] of [
+    ['Temporal gRPC', options.port],
+    ['Temporal Web UI', options.uiPort],
+  ] as const) {
+    if (p && !(await portIsFree(p))) {
+      throw new DevServerStartError(
+        `port ${p} (${what}) is already in use: stop what holds it (another replyflow or Temporal dev server?), ` +
+          'or set TEMPORAL_ADDRESS to use a running Temporal server instead of the embedded one.',
+      );
+    }
+  }
+  for (let attempt = 1; ; attempt++) {
+    const ports = await pickPorts(options);
+    try {
+      const child = await spawnDevServer(startDevArgs(options, ports, namespace), ports, namespace, options);
+      return await withGuard(child, ports, options);
+    } catch (err) {
+      if (!(err instanceof PortTakenError) || attempt === START_ATTEMPTS) throw err;
+    }
+  }
+}
+
+/** Starts the child and waits until it serves; on failure it is stopped again. */
+async function spawnDevServer(
+  args: string[],
+  ports: Ports,
+  namespace: string,
+  options: DevServerOptions,
+): Promise<ChildProcess> {
+  const child = spawnPrivate(findTemporalCli(), args, { stdio: ['ignore', 'ignore', 'pipe'] });
   // However this process ends (a second Ctrl-C, process.exit while stopping under load), the server
   // it started ends with it: never a dev server left running on its own.
   const killOnExit = () => {
@@ -111,31 +177,46 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     stderr = (stderr + chunk.toString()).slice(-2000);
   });
   const exited = new Promise<never>((_, reject) =>
-    child.once('exit', (code, signal) =>
-      reject(
-        new DevServerStartError(
-          `temporal server start-dev exited (${signal ?? code}) before it was ready: ${stderr.trim().split('\n').slice(-3).join(' | ')}`,
-        ),
-      ),
-    ),
+    child.once('exit', (code, signal) => {
+      const why = stderr.trim().split('\n').slice(-3).join(' | ');
+      const Failure = /address already in use/.test(why) ? PortTakenError : DevServerStartError;
+      reject(new Failure(`temporal server start-dev exited (${signal ?? code}) before it was ready: ${why}`));
+    }),
   );
   exited.catch(() => {});
-  const address = `127.0.0.1:${port}`;
   try {
     await Promise.race([
       exited,
-      waitUntilServing(address, namespace, (options.startTimeoutSeconds ?? 60) * 1000),
+      waitUntilServing(`127.0.0.1:${ports.grpc}`, namespace, (options.startTimeoutSeconds ?? 60) * 1000),
     ]);
   } catch (err) {
     await stopChild(child);
     throw err;
   }
+  return child;
+}
+
+/** The running server as callers see it: the guard on the Web UI's port, when there is a UI. */
+async function withGuard(child: ChildProcess, ports: Ports, options: DevServerOptions): Promise<DevServer> {
+  let guard: WebUiGuard | undefined;
+  if (options.uiPort && ports.ui) {
+    try {
+      guard = await startWebUiGuard({ port: options.uiPort, upstreamPort: ports.ui });
+    } catch (err) {
+      await stopChild(child);
+      throw new DevServerStartError(errorMessage(err), { cause: err });
+    }
+  }
   return {
-    address,
-    port,
-    uiUrl: options.uiPort ? `http://127.0.0.1:${options.uiPort}` : undefined,
-    stop: () => stopChild(child),
+    address: `127.0.0.1:${ports.grpc}`,
+    port: ports.grpc,
+    uiUrl: guard?.url,
+    stop: async () => {
+      await guard?.close();
+      await stopChild(child);
+    },
     kill: async () => {
+      await guard?.close();
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exit = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGKILL');

@@ -36,8 +36,11 @@ export interface Browser {
   close(): Promise<void>;
 }
 
-/** Chromium with a fresh profile (its own cookies and local storage), removed again on close. */
-export async function launchBrowser(): Promise<Browser> {
+/**
+ * Chromium with a fresh profile (its own cookies and local storage), removed again on close.
+ * `args` adds command-line switches (e.g. `--host-resolver-rules` for a host name of the test's own).
+ */
+export async function launchBrowser(options: { args?: string[] } = {}): Promise<Browser> {
   if (!existsSync(CHROMIUM)) {
     throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)`);
   }
@@ -45,7 +48,7 @@ export async function launchBrowser(): Promise<Browser> {
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
-    args: CHROMIUM_FLAGS,
+    args: [...CHROMIUM_FLAGS, ...(options.args ?? [])],
     viewport: { width: 1680, height: 940 },
   });
   context.setDefaultTimeout(UI_TIMEOUT_MS);

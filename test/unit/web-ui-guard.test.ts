@@ -1,0 +1,75 @@
+// The Web UI guard's rule, request by request: a request the UI itself makes passes; each test breaks
+// one thing a hostile page would (test/browser/hostile-page.test.ts plays the pages in Chromium).
+import assert from 'node:assert/strict';
+import type { IncomingHttpHeaders } from 'node:http';
+import { refusal } from '../../src/temporal/web-ui-guard';
+
+const PORT = 8233;
+
+/** A POST the UI's own page makes to its API: same origin, its Host, its Origin. */
+function fromTheUi(change: IncomingHttpHeaders = {}, method = 'POST') {
+  const headers: IncomingHttpHeaders = {
+    host: `127.0.0.1:${PORT}`,
+    origin: `http://127.0.0.1:${PORT}`,
+    'sec-fetch-site': 'same-origin',
+    'sec-fetch-mode': 'cors',
+    'sec-fetch-dest': 'empty',
+    ...change,
+  };
+  for (const [name, value] of Object.entries(headers)) if (value === undefined) delete headers[name];
+  return { method, headers };
+}
+
+/** An operator opening a page of the UI from a link elsewhere (an alert, the sandbox page). */
+const opensPage = {
+  'sec-fetch-site': 'cross-site',
+  'sec-fetch-mode': 'navigate',
+  'sec-fetch-dest': 'document',
+};
+
+describe('Web UI guard: which requests reach the embedded Temporal Web UI (src/temporal/web-ui-guard.ts)', () => {
+  it('passes the UI’s own requests, on 127.0.0.1 and on localhost', () => {
+    assert.equal(refusal(fromTheUi(), PORT), undefined);
+    const localhost = { host: `localhost:${PORT}`, origin: `http://localhost:${PORT}` };
+    assert.equal(refusal(fromTheUi(localhost), PORT), undefined);
+    assert.equal(refusal(fromTheUi({ origin: undefined }, 'GET'), PORT), undefined);
+  });
+
+  it('passes a client that is no browser (no Origin, no Sec-Fetch-*) on the UI’s Host', () => {
+    assert.equal(refusal({ method: 'GET', headers: { host: `127.0.0.1:${PORT}` } }, PORT), undefined);
+  });
+
+  it('passes a top-level navigation from another site: an operator following a link', () => {
+    assert.equal(refusal(fromTheUi({ ...opensPage, origin: undefined }, 'GET'), PORT), undefined);
+  });
+
+  it('refuses any other Host: a rebound host name, another port, none', () => {
+    for (const host of ['rebound.test:8233', '127.0.0.1:9999', '127.0.0.2:8233', '[::1]:8233', undefined])
+      assert.match(
+        refusal(fromTheUi({ host, origin: `http://${host}` }), PORT) ?? '',
+        /answers only at/,
+        host,
+      );
+  });
+
+  it('refuses another origin, an opaque one ("null") included', () => {
+    for (const origin of ['http://127.0.0.1:3000', 'http://localhost:8233', 'null'])
+      assert.match(refusal(fromTheUi({ origin }), PORT) ?? '', /other origins/, origin);
+  });
+
+  it('refuses what another page makes without an Origin: a no-cors GET, a frame, a form post', () => {
+    const noCors = { origin: undefined, 'sec-fetch-site': 'same-site', 'sec-fetch-mode': 'no-cors' };
+    assert.match(refusal(fromTheUi(noCors, 'GET'), PORT) ?? '', /other origins/);
+    const frame = { ...opensPage, origin: undefined, 'sec-fetch-dest': 'iframe' };
+    assert.match(refusal(fromTheUi(frame, 'GET'), PORT) ?? '', /other origins/);
+    assert.match(
+      refusal(fromTheUi({ ...opensPage, origin: undefined }, 'POST'), PORT) ?? '',
+      /other origins/,
+    );
+  });
+
+  it('expects no port in the Host on port 80, as browsers send it', () => {
+    const headers = { host: '127.0.0.1', origin: 'http://127.0.0.1' };
+    assert.equal(refusal({ method: 'POST', headers }, 80), undefined);
+  });
+});
