@@ -151,15 +151,42 @@ function randomPassword(): string {
  * password from the credentials stored there. Undefined when no cluster runs there.
  */
 export function runningClusterUrl(dir: string, database = 'replyflow'): string | undefined {
+  const port = runningPort(dir);
+  const credentials = port ? readCredentials(dir) : undefined;
+  if (!port || !credentials) return undefined;
+  return `postgres://${APP}:${encodeURIComponent(credentials.app)}@127.0.0.1:${port}/${database}`;
+}
+
+/**
+ * The superuser's connection to the cluster running under `dir`: the local admin credential, for
+ * whoever can read the credentials file (mode 0600: the user who ran `replyflow start`). Undefined
+ * when no cluster runs there.
+ * @throws EmbeddedPostgresError when a cluster runs but its credentials file cannot be read.
+ */
+export function runningClusterAdminUrl(dir: string, database = 'replyflow'): string | undefined {
+  const port = runningPort(dir);
+  if (!port) return undefined;
+  let credentials: Credentials | undefined;
+  try {
+    credentials = readCredentials(dir);
+  } catch (err) {
+    throw new EmbeddedPostgresError(
+      `cannot read ${path.join(dir, CREDENTIALS_FILE)} (${(err as NodeJS.ErrnoException).code ?? 'unreadable'}): only the user who ran \`replyflow start\` is its admin`,
+    );
+  }
+  if (!credentials) return undefined;
+  return `postgres://${ADMIN}:${encodeURIComponent(credentials.admin)}@127.0.0.1:${port}/${database}`;
+}
+
+/** The port in the postmaster.pid of a cluster running under `dir` (its fourth line). */
+function runningPort(dir: string): string | undefined {
   let port: string | undefined;
   try {
     port = readFileSync(path.join(dir, 'postmaster.pid'), 'utf8').split('\n')[3]?.trim();
   } catch {
     return undefined;
   }
-  const credentials = readCredentials(dir);
-  if (!port || !/^\d+$/.test(port) || !credentials) return undefined;
-  return `postgres://${APP}:${encodeURIComponent(credentials.app)}@127.0.0.1:${port}/${database}`;
+  return port && /^\d+$/.test(port) ? port : undefined;
 }
 
 function readCredentials(dir: string): Credentials | undefined {

@@ -14,6 +14,7 @@ import {
   EmbeddedPostgresError,
   packagedBinaries,
   reachableBinaries,
+  runningClusterAdminUrl,
   runningClusterUrl,
   startEmbeddedPostgres,
   systemUser,
@@ -101,17 +102,23 @@ describe('embedded PostgreSQL', function () {
     });
   });
 
-  it('is what the CLI beside `replyflow start` connects with: the application role, its generated password', async () => {
+  it('gives the admin commands beside `replyflow start` its superuser, from the owner-only credentials file', async () => {
     const dataDir = openDir('replyflow-pg-cli-');
     const dir = path.join(dataDir, 'postgres');
     const running = await startEmbeddedPostgres({ dir, ephemeral: true });
     try {
       assert.equal(runningClusterUrl(dir), running.url);
+      assert.equal(runningClusterAdminUrl(dir), running.adminUrl);
       const admin = createPool(running.adminUrl, 1);
       await migrate(admin);
       await admin.end();
-      // A user's shell beside `npm start`: no DATABASE_URL, the data dir's cluster found by itself.
-      const env = { ...process.env, REPLYFLOW_DATA_DIR: dataDir, DATABASE_URL: undefined };
+      // A user's shell beside `npm start`: no DATABASE_URL, no admin URL, the data dir's cluster found by itself.
+      const env = {
+        ...process.env,
+        REPLYFLOW_DATA_DIR: dataDir,
+        DATABASE_URL: undefined,
+        REPLYFLOW_ADMIN_DATABASE_URL: undefined,
+      };
       const bin = path.resolve(__dirname, '..', '..', 'bin', 'replyflow.js');
       const added = spawnSync(process.execPath, [bin, 'operator', 'add', 'ana', '--roles', 'resend'], {
         env,
@@ -131,6 +138,7 @@ describe('embedded PostgreSQL', function () {
       await running.stop();
     }
     assert.equal(runningClusterUrl(dir), undefined, 'nothing runs there any more');
+    assert.equal(runningClusterAdminUrl(dir), undefined);
   });
 
   it('replaces the fixed password of a cluster initialised before passwords were generated', async () => {
