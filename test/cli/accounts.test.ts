@@ -27,7 +27,7 @@ describe('operator CLI: accounts, login and logout (PostgreSQL, codec server)', 
     fetch(`${(await cliCodecReceiver()).url}/codec/whoami`, {
       headers: { authorization: `Bearer ${token}` },
     });
-  const store = async () => createOperatorStore((await database()).pool);
+  const store = async () => createOperatorStore((await database()).adminPool);
   /** The CLI as the admin runs it: with the admin credential. */
   const admin = async (argv: string[]) => cli(argv, { env: await adminEnv() });
   const adminJson = async <T>(argv: string[]) => cliJson<T>(argv, { env: await adminEnv() });
@@ -118,6 +118,26 @@ describe('operator CLI: accounts, login and logout (PostgreSQL, codec server)', 
       (await auditRows(`operator:${existing.account.name}`)).map((a) => a.action),
       ['operator add'],
     );
+  });
+
+  it('gets nowhere with the application role’s credential given as the admin’s', async () => {
+    const name = uniqueId('eve-');
+    const existing = await testOperator(['discard']);
+    const asApp = { env: { REPLYFLOW_ADMIN_DATABASE_URL: (await database()).url } };
+    for (const argv of [
+      ['operator', 'add', name, '--roles', 'approve'],
+      ['operator', 'roles', existing.account.name, '--roles', 'resend,approve'],
+      ['operator', 'rotate', existing.account.name],
+    ]) {
+      const result = await cli(argv, asApp);
+      assert.equal(result.code, 2, argv.join(' '));
+      assert.match(
+        result.stderr,
+        /^replyflow: permission denied for table operators: REPLYFLOW_ADMIN_DATABASE_URL must be the admin's role/,
+      );
+    }
+    assert.equal(await (await store()).get(name), undefined);
+    assert.equal((await (await store()).get(existing.account.name))?.roles.join(), 'view,discard');
   });
 
   it('answers a bad account request with one line and exit 2, and changes nothing', async () => {
