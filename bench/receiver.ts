@@ -15,9 +15,9 @@ import { Client, Connection } from '@temporalio/client';
 import autocannon from 'autocannon';
 import pino from 'pino';
 import { loadConfig } from '../src/config';
-import { migrate } from '../src/db/migrate';
 import { createPool } from '../src/db/pool';
-import { startEmbeddedPostgres } from '../src/embedded/postgres';
+import { setUpDatabase } from '../src/db/setup';
+import { APPLICATION_ROLE, startEmbeddedPostgres } from '../src/embedded/postgres';
 import { createLogger } from '../src/logger';
 import { sandboxProvider } from '../src/providers/sandbox';
 import { signStandardWebhook } from '../src/providers/standard-webhooks';
@@ -446,9 +446,9 @@ async function main(): Promise<void> {
       `then ${opts.rounds} rounds of ${opts.seconds} s at concurrency ${opts.concurrency}`,
   );
   const pg = await startEmbeddedPostgres({ dir: path.join(dir, 'postgres'), ephemeral: true });
-  // Migrations as the superuser; the receivers connect as the application's role.
+  // Set up as the admin sets up a deployment; the receivers connect as the application's role.
   const admin = createPool(pg.adminUrl, 1);
-  await migrate(admin).finally(() => admin.end());
+  await setUpDatabase(admin, { appRole: APPLICATION_ROLE }).finally(() => admin.end());
   try {
     const rows: string[][] = [];
     for (const store of opts.stores) rows.push(await measure(store, opts, { dir, databaseUrl: pg.url }));

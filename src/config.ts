@@ -288,12 +288,38 @@ export class ConfigError extends Error {
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  return parseEnv(configSchema, env);
+}
+
+/**
+ * The admin's settings, on top of everything else. Kept out of `configSchema` on purpose: receivers
+ * and workers load that one, so no code of theirs can reach the admin credential, even when a shell
+ * happens to have it set.
+ */
+export const adminConfigSchema = configSchema.extend({
+  /**
+   * A PostgreSQL role that owns replyflow's tables and may change operators (`replyflow operator …`,
+   * `purge`, `setup`). Unset: beside `replyflow start`, the embedded cluster's superuser.
+   */
+  REPLYFLOW_ADMIN_DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\/\S+$/, 'expected a postgres:// URL (docs/deploy.md, "Database roles")')
+    .optional(),
+});
+
+export type AdminConfig = z.infer<typeof adminConfigSchema>;
+
+export function loadAdminConfig(env: NodeJS.ProcessEnv = process.env): AdminConfig {
+  return parseEnv(adminConfigSchema, env);
+}
+
+function parseEnv<S extends typeof configSchema>(schema: S, env: NodeJS.ProcessEnv): z.infer<S> {
   const relevant: Record<string, string | undefined> = {};
-  for (const key of Object.keys(configSchema.shape)) {
+  for (const key of Object.keys(schema.shape)) {
     const value = env[key];
     relevant[key] = value === undefined || value.trim() === '' ? undefined : value;
   }
-  const parsed = configSchema.safeParse(relevant);
+  const parsed = schema.safeParse(relevant);
   if (!parsed.success) {
     throw new ConfigError(parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`));
   }

@@ -8,13 +8,15 @@ import type { Config } from './config';
 import { migrate } from './db/migrate';
 import { createOperatorStore } from './db/operators';
 import { createPool, type Pool } from './db/pool';
-import { startEmbeddedPostgres } from './embedded/postgres';
+import { sealKeyRegistered } from './db/seal-keys';
+import { setUpDatabase } from './db/setup';
+import { APPLICATION_ROLE, startEmbeddedPostgres } from './embedded/postgres';
 import { errorMessage } from './failures';
 import type { Logger } from './logger';
 import { reachableHostOf } from './ports';
 import { startReceiver } from './receiver';
 import { resolveSandbox } from './sandbox/settings';
-import { resolveEncryptionKey } from './temporal/client';
+import { keyring, payloadCodec, resolveEncryptionKey } from './temporal/client';
 import { CODEC_PATH } from './temporal/codec-server';
 import { startDevServer } from './temporal/dev-server';
 import { startWorker } from './worker';
@@ -79,20 +81,27 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
     mkdirSync(config.REPLYFLOW_DATA_DIR, { recursive: true });
     // The sandbox is the local demo: on by default for `start` only, with secrets from the data dir.
     const sandbox = resolveSandbox(config, { local: role === 'all' });
+    const encryptionKey = resolveEncryptionKey(config, { create: role === 'all' });
     let databaseUrl = config.DATABASE_URL;
     let pool: Pool;
     if (databaseUrl) {
       pool = createPool(databaseUrl, config.DATABASE_POOL_SIZE);
       stops.push({ name: 'database pool', ms: STOP_MS, stop: () => pool.end() });
+      // As the application role this only finds nothing pending: the admin migrates (`replyflow setup`).
       await migrate(pool);
+      if (role !== 'receiver') await warnUnlessSealsVerify(pool, config, logger);
     } else {
       if (role !== 'all')
         throw new Error(`replyflow ${role} needs DATABASE_URL (only \`replyflow start\` embeds PostgreSQL)`);
       const pg = await startEmbeddedPostgres({ dir: path.join(config.REPLYFLOW_DATA_DIR, 'postgres') });
       stops.push({ name: 'PostgreSQL', ms: STOP_MS, stop: () => pg.stop() });
-      // Migrations run as the superuser; the application connects as a role that owns no table.
+      // This process holds both the superuser and the payload key, so it is the admin's setup step too;
+      // the receiver and the worker then connect as the application role.
       const admin = createPool(pg.adminUrl, 1);
-      await migrate(admin).finally(() => admin.end());
+      await setUpDatabase(admin, {
+        appRole: APPLICATION_ROLE,
+        payloadKeys: payloadCodec(encryptionKey, keyring(config)).keys,
+      }).finally(() => admin.end());
       databaseUrl = pg.url;
       pool = createPool(databaseUrl, config.DATABASE_POOL_SIZE);
       stops.push({ name: 'database pool', ms: STOP_MS, stop: () => pool.end() });
@@ -124,7 +133,6 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
       SANDBOX_API_URL:
         config.SANDBOX_API_URL ?? (role === 'all' ? `${localReceiverUrl(config)}/sandbox/api` : undefined),
     };
-    const encryptionKey = resolveEncryptionKey(config, { create: role === 'all' });
 
     let workerMetrics: string | undefined;
     let workerMetricsListening: string | undefined;
@@ -192,6 +200,20 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
     await stopAll();
     throw err;
   }
+}
+
+/**
+ * A worker whose current payload key has no seal key registered would have every decision refused by
+ * the database (migration 010): say so at start, with the fix, rather than at the first decision.
+ */
+async function warnUnlessSealsVerify(pool: Pool, config: Config, logger: Logger): Promise<void> {
+  const keyId = config.REPLYFLOW_ENCRYPTION_KEY_ID;
+  const registered = await sealKeyRegistered(pool, keyId).catch(() => true);
+  if (!registered)
+    logger.warn(
+      { keyId },
+      'the database does not verify seals of this payload key: operator decisions will be refused until the admin runs `replyflow setup` with it (docs/deploy.md, "Database roles")',
+    );
 }
 
 /** The receiver's URL from this machine, known before it listens (HOST=0.0.0.0 is reached on loopback). */

@@ -185,7 +185,6 @@ export const OPERATOR_ROLES = [
   'approve',
   'reprocess',
   'conversation',
-  'purge',
 ] as const;
 export type OperatorRole = (typeof OPERATOR_ROLES)[number];
 

@@ -20,9 +20,9 @@ import path from 'node:path';
 import { temporal as proto } from '@temporalio/proto';
 import { type Cluster, startCluster, temporalDatabaseFromUrl } from '../../src/cluster/cluster';
 import { startClusterPostgres } from '../../src/cluster/postgres';
-import { migrate } from '../../src/db/migrate';
 import { createPool, type Pool } from '../../src/db/pool';
-import { type EmbeddedPostgres, startEmbeddedPostgres } from '../../src/embedded/postgres';
+import { setUpDatabase } from '../../src/db/setup';
+import { APPLICATION_ROLE, type EmbeddedPostgres, startEmbeddedPostgres } from '../../src/embedded/postgres';
 import { freePort } from '../../src/ports';
 import { PROJECT_ROOT } from '../../src/temporal/binaries';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
@@ -173,9 +173,12 @@ export class System {
       this.temporalPort = temporal.port;
     }
     this.postgresPort = Number(new URL(this.postgres.url).port);
-    // Migrations as the superuser; the roles connect as the application's role.
+    // Set up as the admin sets up a deployment; the roles connect as the application's role.
     const admin = createPool(this.postgres.adminUrl, 1);
-    await migrate(admin).finally(() => admin.end());
+    await setUpDatabase(admin, {
+      appRole: APPLICATION_ROLE,
+      payloadKeys: { default: Buffer.from(SYSTEM_ENCRYPTION_KEY, 'base64') },
+    }).finally(() => admin.end());
     this.pool = createPool(this.postgres.url, 5);
     this.client = await connectClient(this.temporalAddress, 'default', SYSTEM_ENCRYPTION_KEY);
     const combined = this.options.combined ?? 0;

@@ -1,16 +1,16 @@
 // The commands about operator accounts: `operator add|list|disable|enable|rotate|roles` for the admin
-// (whoever can reach the database, as the running `replyflow start` or DATABASE_URL allows), and
-// `login`/`logout` for an operator storing their own token for the CLI.
-import os from 'node:os';
+// (whoever holds the admin credential, src/cli/admin.ts), and `login`/`logout` for an operator storing
+// their own token for the CLI.
 import type { Command } from 'commander';
 import { type AccountChange, createOperatorStore, type OperatorAccount } from '../db/operators';
 import { OPERATOR_ROLES } from '../model';
 import { OperatorInputError } from '../operator/errors';
 import { CodecServerClient } from '../temporal/codec-client';
+import { type AdminSession, adminAction } from './admin';
 import { type CliContext, EXIT, operatorAction } from './command';
 import { type CliIo, printJson, printLine, table } from './io';
 import { removeToken, storeToken, tokenFile } from './operator-token';
-import { codecUrl, type Session } from './session';
+import { codecUrl } from './session';
 
 const ROLES_HELP = `comma-separated, from ${OPERATOR_ROLES.join(', ')} (every operator may view)`;
 
@@ -18,7 +18,7 @@ export function registerAccountCommands(program: Command, ctx: CliContext): void
   const operator = program
     .command('operator')
     .description(
-      'operator accounts: each has roles and one token (needs DATABASE_URL, or the running `replyflow start`)',
+      'operator accounts: each has roles and one token (the admin: needs REPLYFLOW_ADMIN_DATABASE_URL, or the user of the running `replyflow start`)',
     );
 
   operator
@@ -28,8 +28,12 @@ export function registerAccountCommands(program: Command, ctx: CliContext): void
     .requiredOption('--roles <roles>', ROLES_HELP)
     .option('--reason <text>', 'why, for the audit log')
     .action(
-      operatorAction(ctx, async (session, name: string, opts: ChangeOptions & { roles: string }) => {
-        const { account, token } = await (await store(session)).add(name, roleList(opts.roles), change(opts));
+      adminAction(ctx, async (admin, name: string, opts: ChangeOptions & { roles: string }) => {
+        const { account, token } = await (await store(admin)).add(
+          name,
+          roleList(opts.roles),
+          change(admin, opts),
+        );
         printLine(ctx.io.stdout, `Added ${accountLine(account)}. Its token, shown this once:`);
         printLine(ctx.io.stdout, `token: ${token}`);
         return EXIT.ok;
@@ -41,8 +45,8 @@ export function registerAccountCommands(program: Command, ctx: CliContext): void
     .description('every operator, its roles and whether it is enabled')
     .option('--json', 'print JSON instead of a table')
     .action(
-      operatorAction(ctx, async (session, opts: { json?: boolean }) => {
-        printAccounts(ctx.io, await (await store(session)).list(), opts.json);
+      adminAction(ctx, async (admin, opts: { json?: boolean }) => {
+        printAccounts(ctx.io, await (await store(admin)).list(), opts.json);
         return EXIT.ok;
       }),
     );
@@ -57,8 +61,8 @@ export function registerAccountCommands(program: Command, ctx: CliContext): void
       .argument('<name>')
       .option('--reason <text>', 'why, for the audit log')
       .action(
-        operatorAction(ctx, async (session, name: string, opts: ChangeOptions) => {
-          const account = await (await store(session))[command](name, change(opts));
+        adminAction(ctx, async (admin, name: string, opts: ChangeOptions) => {
+          const account = await (await store(admin))[command](name, change(admin, opts));
           printLine(
             ctx.io.stdout,
             `${command === 'disable' ? 'Disabled' : 'Enabled'} ${accountLine(account)}.`,
@@ -74,8 +78,8 @@ export function registerAccountCommands(program: Command, ctx: CliContext): void
     .argument('<name>')
     .option('--reason <text>', 'why, for the audit log')
     .action(
-      operatorAction(ctx, async (session, name: string, opts: ChangeOptions) => {
-        const { account, token } = await (await store(session)).rotate(name, change(opts));
+      adminAction(ctx, async (admin, name: string, opts: ChangeOptions) => {
+        const { account, token } = await (await store(admin)).rotate(name, change(admin, opts));
         printLine(
           ctx.io.stdout,
           `Rotated the token of ${accountLine(account)}. The new token, shown this once:`,
@@ -92,8 +96,8 @@ export function registerAccountCommands(program: Command, ctx: CliContext): void
     .requiredOption('--roles <roles>', ROLES_HELP)
     .option('--reason <text>', 'why, for the audit log')
     .action(
-      operatorAction(ctx, async (session, name: string, opts: ChangeOptions & { roles: string }) => {
-        const account = await (await store(session)).setRoles(name, roleList(opts.roles), change(opts));
+      adminAction(ctx, async (admin, name: string, opts: ChangeOptions & { roles: string }) => {
+        const account = await (await store(admin)).setRoles(name, roleList(opts.roles), change(admin, opts));
         printLine(ctx.io.stdout, `Changed the roles of ${accountLine(account)}.`);
         return EXIT.ok;
       }),
@@ -143,19 +147,13 @@ interface ChangeOptions {
   reason?: string;
 }
 
-async function store(session: Session) {
-  return createOperatorStore(await session.pool());
+async function store(admin: AdminSession) {
+  return createOperatorStore(await admin.pool());
 }
 
-/** Account changes are the admin's, who is whoever runs the CLI with database access: named by OS user. */
-function change(opts: ChangeOptions): AccountChange {
-  let user: string;
-  try {
-    user = os.userInfo().username;
-  } catch {
-    user = 'unknown';
-  }
-  return { by: `admin:${user}`, reason: opts.reason?.trim() || undefined };
+/** Account changes are the admin's: the audit log names them by OS user. */
+function change(admin: AdminSession, opts: ChangeOptions): AccountChange {
+  return { by: admin.actor, reason: opts.reason?.trim() || undefined };
 }
 
 function roleList(value: string): string[] {

@@ -46,7 +46,8 @@ export function operatorAction<A extends unknown[]>(
   };
 }
 
-function report(io: CliIo, err: unknown): number {
+/** Prints what went wrong in one line and @returns the exit code it deserves. */
+export function report(io: CliIo, err: unknown): number {
   printLine(io.stderr, `replyflow: ${errorMessage(err)}`);
   if (err instanceof NotPermittedError || err instanceof OperatorTokenRefusedError) return EXIT.refused;
   if (

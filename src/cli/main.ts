@@ -12,6 +12,7 @@ import { registerAccountCommands } from './account-commands';
 import { type CliContext, EXIT } from './command';
 import { type CliIo, processIo } from './io';
 import { registerMaintenanceCommands } from './maintenance-commands';
+import { registerSetupCommand } from './setup-command';
 import { registerWorkCommands } from './work-commands';
 
 /** The long-running commands' config: every problem listed and exit 2, before anything starts. */
@@ -167,6 +168,7 @@ export function buildProgram(
   registerWorkCommands(program, ctx);
   registerMaintenanceCommands(program, ctx);
   registerAccountCommands(program, ctx);
+  registerSetupCommand(program, ctx);
   return program;
 }
 

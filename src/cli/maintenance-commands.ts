@@ -1,11 +1,13 @@
 // The commands about the system as a whole: `reconcile` (do the ledger, the effects and Temporal agree),
-// `audit` (who decided what), `conversation` (hand-off, hand-back, close, reopen) and `purge` (retention).
+// `audit` (who decided what), `conversation` (hand-off, hand-back, close, reopen) and `purge` (retention,
+// the admin's: src/cli/admin.ts).
 import { Argument, type Command, Option } from 'commander';
 import { listAudit, recordAction } from '../operator/audit';
 import { type ConversationAction, operateConversation } from '../operator/conversations';
 import { OperatorInputError } from '../operator/errors';
 import { checkPurgeWindow, purge } from '../operator/purge';
 import { type ReconcileReport, reconcile } from '../operator/reconcile';
+import { adminAction } from './admin';
 import { type CliContext, EXIT, operatorAction, parseDurationFlag, parseTime } from './command';
 import { type CliIo, formatAge, printJson, printLine, table } from './io';
 import { auditTable } from './work-commands';
@@ -111,26 +113,23 @@ export function registerMaintenanceCommands(program: Command, ctx: CliContext): 
   program
     .command('purge')
     .description(
-      'drop payload references and ciphertext older than a window (at least 3d); keep ids and outcomes',
+      'drop payload references and ciphertext older than a window (at least 3d); keep ids and outcomes (the admin)',
     )
     .requiredOption('--older-than <duration>', 'e.g. 30d; shorter than 3d is refused')
     .option('--reason <text>', 'why, for the audit log', 'retention')
     .option('--dry-run', 'count what would be purged and change nothing')
     .addOption(jsonOption())
     .action(
-      operatorAction(ctx, async (session, opts: PurgeOptions) => {
+      // The admin's: dropping what the ledger holds of messages is retention policy, not an operator's
+      // decision, and the application role could not audit it as a purge (migration 010).
+      adminAction(ctx, async (admin, opts: PurgeOptions) => {
         const olderThanMs = parseDurationFlag(opts.olderThan, '--older-than');
         checkPurgeWindow(olderThanMs);
-        const operator = await session.authorize(opts.dryRun ? 'view' : 'purge', {
-          action: 'purge',
-          target: 'ledger',
-          reason: opts.reason,
-        });
-        const pool = await session.pool();
+        const pool = await admin.pool();
         const report = await purge(pool, { olderThanMs, dryRun: Boolean(opts.dryRun) });
         if (!report.dryRun) {
           await recordAction(pool, {
-            actor: operator,
+            actor: admin.actor,
             action: 'purge',
             target: 'ledger',
             reason: opts.reason,

@@ -3,9 +3,9 @@
 // everything is and stops everything on Ctrl-C.
 import { chmodSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { migrate } from '../db/migrate';
 import { createPool } from '../db/pool';
-import type { EmbeddedPostgres } from '../embedded/postgres';
+import { setUpDatabase } from '../db/setup';
+import { APPLICATION_ROLE, type EmbeddedPostgres } from '../embedded/postgres';
 import { type Cluster, startCluster, type TemporalDatabase, temporalDatabaseFromUrl } from './cluster';
 import { installTemporalServer, TEMPORAL_SERVER_VERSION } from './install';
 import { startClusterPostgres } from './postgres';
@@ -55,8 +55,9 @@ export async function startClusterCommand(
     log(`starting the embedded PostgreSQL (data in ${path.join(dir, 'postgres')})`);
     postgres = await startClusterPostgres(path.join(dir, 'postgres'));
     // replyflow's tables belong to the superuser; its processes connect as the application's role.
+    // The seal keys wait for the admin's `replyflow setup`: this command holds no payload key.
     const admin = createPool(postgres.adminUrl, 1);
-    await migrate(admin).finally(() => admin.end());
+    await setUpDatabase(admin, { appRole: APPLICATION_ROLE }).finally(() => admin.end());
     // The superuser: Temporal creates its own two databases.
     database = temporalDatabaseFromUrl(postgres.adminUrl);
     databaseLabel = `${withoutPassword(postgres.adminUrl).replace(/\/[^/]*$/, '')} (embedded)`;
@@ -106,12 +107,22 @@ export async function runClusterCommand(options: ClusterCommandOptions): Promise
     `  namespace     ${cluster.namespace}  (7-day retention, replyflow's search attributes)`,
     '  Web UI        not started: the UI server is not served by the Go module proxy (docs/deploy.md)',
   ];
+  const credentials = path.join(
+    path.resolve(options.dataDir),
+    'cluster',
+    'postgres',
+    'replyflow-credentials.json',
+  );
   const runWith = running.replyflowDatabaseUrl
-    ? `TEMPORAL_ADDRESS=${cluster.address} DATABASE_URL=${withoutPassword(running.replyflowDatabaseUrl)} (its password: in replyflow-credentials.json under ${path.join(path.resolve(options.dataDir), 'cluster', 'postgres')}, readable by its owner only)`
+    ? `TEMPORAL_ADDRESS=${cluster.address} DATABASE_URL=${withoutPassword(running.replyflowDatabaseUrl)} (its password: "app" in ${credentials}, readable by its owner only)`
     : `TEMPORAL_ADDRESS=${cluster.address} and your DATABASE_URL`;
+  const setupWith = running.replyflowDatabaseUrl
+    ? `REPLYFLOW_ADMIN_DATABASE_URL=${withoutPassword(running.replyflowDatabaseUrl.replace(/:\/\/[^:@/]*:/, '://postgres:'))} (the password: "admin" in the same file)`
+    : 'REPLYFLOW_ADMIN_DATABASE_URL (the owner of replyflow’s tables)';
   console.log(
     `Temporal cluster (server ${TEMPORAL_SERVER_VERSION}, ${cluster.nodes.length} nodes on PostgreSQL) is running:\n` +
       `${lines.join('\n')}\nRun replyflow against it with ${runWith}: replyflow receiver, replyflow worker.\n` +
+      `Before the first decision, once with the payload key(s) the workers use: ${setupWith} replyflow setup.\n` +
       'Press Ctrl-C to stop.',
   );
   let stopping = false;

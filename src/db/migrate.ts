@@ -1,8 +1,10 @@
-// Applies the ordered SQL files in ./migrations once each. An advisory lock makes concurrent starters
-// (two workers, a receiver and the CLI) wait for one another instead of racing.
+// Applies the ordered SQL files in ./migrations once each, as the tables' owner (the admin). An advisory
+// lock makes concurrent starters wait for one another instead of racing; a role that may not create
+// (receivers and workers) only checks that nothing is pending.
 
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import type pg from 'pg';
 import { errorMessage } from '../failures';
 import { type Pool, withClient } from './pool';
 
@@ -31,8 +33,9 @@ export async function migrate(pool: Pool): Promise<string[]> {
           (r) => r.version,
         ),
       );
-      for (const file of files) {
-        if (done.has(file)) continue;
+      const pending = files.filter((f) => !done.has(f));
+      if (pending.length > 0) await refuseWithoutOwnership(client, pending);
+      for (const file of pending) {
         await client.query('BEGIN');
         try {
           await client.query(readFileSync(path.join(MIGRATIONS_DIR, file), 'utf8'));
@@ -49,4 +52,24 @@ export async function migrate(pool: Pool): Promise<string[]> {
     }
   });
   return applied;
+}
+
+/** Thrown when migrations are pending and this role may not apply them: the admin's job. */
+export class MigrationPrivilegeError extends Error {
+  override name = 'MigrationPrivilegeError';
+}
+
+/**
+ * Receivers and workers connect as the application role, which owns no table and may create none:
+ * for them a pending migration means the admin has not run setup for this version yet.
+ */
+async function refuseWithoutOwnership(client: pg.PoolClient, pending: string[]): Promise<void> {
+  const { rows } = await client.query<{ may: boolean; role: string }>(
+    "SELECT has_schema_privilege(current_schema(), 'CREATE') AS may, current_user AS role",
+  );
+  if (rows[0]?.may) return;
+  throw new MigrationPrivilegeError(
+    `${pending.length} migration(s) pending (${pending.join(', ')}), which the database role ${rows[0]?.role} may not apply: ` +
+      'run `replyflow setup` with the admin credential (REPLYFLOW_ADMIN_DATABASE_URL) first (docs/deploy.md, "Database roles")',
+  );
 }

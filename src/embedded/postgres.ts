@@ -25,7 +25,7 @@ import pg from 'pg';
 import { freePort } from '../ports';
 
 export interface EmbeddedPostgres {
-  /** The application's connection: a role that owns no table, so it cannot alter audit_log or its trigger. */
+  /** The application's connection: a role that owns nothing, with the privileges src/db/privileges.ts gives. */
   url: string;
   /** The cluster's superuser, for setup only: migrations, creating databases, granting. */
   adminUrl: string;
@@ -46,6 +46,8 @@ export interface EmbeddedPostgresOptions {
 /** The superuser initdb creates, and the application's role (the name docker-compose uses too). */
 const ADMIN = 'postgres';
 const APP = 'replyflow';
+/** The role receivers and workers connect as: the one setup gives the application's privileges. */
+export const APPLICATION_ROLE = APP;
 /** Where the generated passwords live, inside the cluster's directory, mode 0600. */
 const CREDENTIALS_FILE = 'replyflow-credentials.json';
 /** The superuser password of clusters initialised before passwords were generated; replaced on their next start. */
@@ -164,15 +166,42 @@ function randomPassword(): string {
  * password from the credentials stored there. Undefined when no cluster runs there.
  */
 export function runningClusterUrl(dir: string, database = 'replyflow'): string | undefined {
+  const port = runningPort(dir);
+  const credentials = port ? readCredentials(dir) : undefined;
+  if (!port || !credentials) return undefined;
+  return `postgres://${APP}:${encodeURIComponent(credentials.app)}@127.0.0.1:${port}/${database}`;
+}
+
+/**
+ * The superuser's connection to the cluster running under `dir`: the local admin credential, for
+ * whoever can read the credentials file (mode 0600: the user who ran `replyflow start`). Undefined
+ * when no cluster runs there.
+ * @throws EmbeddedPostgresError when a cluster runs but its credentials file cannot be read.
+ */
+export function runningClusterAdminUrl(dir: string, database = 'replyflow'): string | undefined {
+  const port = runningPort(dir);
+  if (!port) return undefined;
+  let credentials: Credentials | undefined;
+  try {
+    credentials = readCredentials(dir);
+  } catch (err) {
+    throw new EmbeddedPostgresError(
+      `cannot read ${path.join(dir, CREDENTIALS_FILE)} (${(err as NodeJS.ErrnoException).code ?? 'unreadable'}): only the user who ran \`replyflow start\` is its admin`,
+    );
+  }
+  if (!credentials) return undefined;
+  return `postgres://${ADMIN}:${encodeURIComponent(credentials.admin)}@127.0.0.1:${port}/${database}`;
+}
+
+/** The port in the postmaster.pid of a cluster running under `dir` (its fourth line). */
+function runningPort(dir: string): string | undefined {
   let port: string | undefined;
   try {
     port = readFileSync(path.join(dir, 'postmaster.pid'), 'utf8').split('\n')[3]?.trim();
   } catch {
     return undefined;
   }
-  const credentials = readCredentials(dir);
-  if (!port || !/^\d+$/.test(port) || !credentials) return undefined;
-  return `postgres://${APP}:${encodeURIComponent(credentials.app)}@127.0.0.1:${port}/${database}`;
+  return port && /^\d+$/.test(port) ? port : undefined;
 }
 
 function readCredentials(dir: string): Credentials | undefined {
@@ -345,9 +374,9 @@ function saveCredentials(dir: string, credentials: Credentials): void {
 
 /**
  * The database and the application's role, on every start (idempotent): the role logs in with its
- * generated password and may read and write rows, but owns no table, so it can neither alter
- * audit_log nor drop or disable its append-only trigger; tables the superuser creates later
- * (migrations) grant it the same by default.
+ * generated password and owns nothing, so it can neither alter audit_log nor drop or disable its
+ * triggers. Which rows it may read and write is set after the migrations (src/db/privileges.ts, run
+ * by src/db/setup.ts); default privileges only keep a table a plain migrate() creates usable.
  */
 async function setUpApplicationRole(
   serverUrl: string,
@@ -368,8 +397,6 @@ async function setUpApplicationRole(
     await client.query(`
       REVOKE CREATE ON SCHEMA public FROM PUBLIC;
       GRANT USAGE ON SCHEMA public TO ${APP};
-      GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${APP};
-      GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO ${APP};
       ALTER DEFAULT PRIVILEGES FOR ROLE ${ADMIN} IN SCHEMA public GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO ${APP};
       ALTER DEFAULT PRIVILEGES FOR ROLE ${ADMIN} IN SCHEMA public GRANT USAGE, SELECT ON SEQUENCES TO ${APP};`);
   });

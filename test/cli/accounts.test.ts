@@ -1,7 +1,7 @@
-// Operator accounts from the CLI: the admin (whoever reaches the database) adds, lists, disables,
-// enables, rotates and re-roles operators, each change an audit row by `admin:<OS user>`; an operator
-// logs in (the token checked by the codec server, then kept in a 0600 file) and out. Real PostgreSQL,
-// a receiver's codec server, the real executable for login.
+// Operator accounts from the CLI: the admin (whoever holds the admin credential, never the application
+// role's) adds, lists, disables, enables, rotates and re-roles operators, each change an audit row by
+// `admin:<OS user>`; an operator logs in (the token checked by the codec server, then kept in a 0600
+// file) and out. Real PostgreSQL, a receiver's codec server, the real executable for login.
 import assert from 'node:assert/strict';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -11,7 +11,7 @@ import { testOperator } from '../helpers/operators';
 import { database } from '../helpers/servers';
 import { uniqueId } from '../helpers/system';
 import { auditRows } from '../helpers/workflows';
-import { cli, cliCodecReceiver, cliJson, cliProcess } from './harness';
+import { adminEnv, cli, cliCodecReceiver, cliJson, cliProcess } from './harness';
 
 const ADMIN = `admin:${os.userInfo().username}`;
 
@@ -27,11 +27,14 @@ describe('operator CLI: accounts, login and logout (PostgreSQL, codec server)', 
     fetch(`${(await cliCodecReceiver()).url}/codec/whoami`, {
       headers: { authorization: `Bearer ${token}` },
     });
-  const store = async () => createOperatorStore((await database()).pool);
+  const store = async () => createOperatorStore((await database()).adminPool);
+  /** The CLI as the admin runs it: with the admin credential. */
+  const admin = async (argv: string[]) => cli(argv, { env: await adminEnv() });
+  const adminJson = async <T>(argv: string[]) => cliJson<T>(argv, { env: await adminEnv() });
 
   it('adds, lists, disables, enables, rotates and re-roles an operator, each change audited by the admin', async () => {
     const name = uniqueId('ana-');
-    const added = await cli([
+    const added = await admin([
       'operator',
       'add',
       name,
@@ -49,31 +52,31 @@ describe('operator CLI: accounts, login and logout (PostgreSQL, codec server)', 
       roles: ['view', 'resend', 'mark-sent'],
     });
 
-    const listed = await cliJson<{ name: string; roles: string[]; disabled: boolean }[]>([
+    const listed = await adminJson<{ name: string; roles: string[]; disabled: boolean }[]>([
       'operator',
       'list',
     ]);
     const row = listed.find((o) => o.name === name);
     assert.deepEqual([row?.roles, row?.disabled], [['view', 'resend', 'mark-sent'], false]);
     assert.ok(!JSON.stringify(listed).includes(token), 'list never shows a token');
-    const table = await cli(['operator', 'list']);
+    const table = await admin(['operator', 'list']);
     assert.match(table.stdout.split('\n')[0]!, /^NAME\s+ROLES\s+STATUS/);
     assert.match(table.stdout, new RegExp(`${name}\\s+view,resend,mark-sent\\s+enabled`));
 
-    assert.equal((await cli(['operator', 'disable', name, '--reason', 'left the team'])).code, 0);
+    assert.equal((await admin(['operator', 'disable', name, '--reason', 'left the team'])).code, 0);
     assert.equal((await whoami(token)).status, 401);
     assert.equal((await (await store()).get(name))?.disabled, true);
-    assert.equal((await cli(['operator', 'enable', name])).code, 0);
+    assert.equal((await admin(['operator', 'enable', name])).code, 0);
     assert.equal((await whoami(token)).status, 200);
 
-    const rotated = await cli(['operator', 'rotate', name, '--reason', 'token leaked']);
+    const rotated = await admin(['operator', 'rotate', name, '--reason', 'token leaked']);
     assert.equal(rotated.code, 0, rotated.stderr);
     const fresh = tokenOf(rotated.stdout);
     assert.notEqual(fresh, token);
     assert.equal((await whoami(token)).status, 401, 'the old token stops at once');
     assert.equal((await whoami(fresh)).status, 200);
 
-    const reroled = await cli(['operator', 'roles', name, '--roles', 'approve']);
+    const reroled = await admin(['operator', 'roles', name, '--roles', 'approve']);
     assert.equal(reroled.code, 0, reroled.stderr);
     assert.deepEqual(await (await whoami(fresh)).json(), { operator: name, roles: ['view', 'approve'] });
 
@@ -87,6 +90,54 @@ describe('operator CLI: accounts, login and logout (PostgreSQL, codec server)', 
         [ADMIN, 'operator roles', null, 'accepted: roles view,approve'],
       ],
     );
+  });
+
+  it('refuses every account command and purge without the admin credential: one line naming it, exit 2', async () => {
+    const name = uniqueId('eve-');
+    const existing = await testOperator(['discard']);
+    for (const argv of [
+      ['operator', 'add', name, '--roles', 'approve'],
+      ['operator', 'list'],
+      ['operator', 'disable', existing.account.name],
+      ['operator', 'enable', existing.account.name],
+      ['operator', 'rotate', existing.account.name],
+      ['operator', 'roles', existing.account.name, '--roles', 'resend,approve'],
+      ['purge', '--older-than', '30d'],
+    ]) {
+      // DATABASE_URL is set, as for every operator: the application role's, which is not enough.
+      const result = await cli(argv);
+      assert.equal(result.code, 2, argv.join(' '));
+      assert.match(
+        result.stderr,
+        /^replyflow: this command needs the admin credential: set REPLYFLOW_ADMIN_DATABASE_URL [^\n]*\(DATABASE_URL is the application role’s and may not change operators\)\n$/,
+        argv.join(' '),
+      );
+    }
+    assert.equal(await (await store()).get(name), undefined);
+    assert.deepEqual(
+      (await auditRows(`operator:${existing.account.name}`)).map((a) => a.action),
+      ['operator add'],
+    );
+  });
+
+  it('gets nowhere with the application role’s credential given as the admin’s', async () => {
+    const name = uniqueId('eve-');
+    const existing = await testOperator(['discard']);
+    const asApp = { env: { REPLYFLOW_ADMIN_DATABASE_URL: (await database()).url } };
+    for (const argv of [
+      ['operator', 'add', name, '--roles', 'approve'],
+      ['operator', 'roles', existing.account.name, '--roles', 'resend,approve'],
+      ['operator', 'rotate', existing.account.name],
+    ]) {
+      const result = await cli(argv, asApp);
+      assert.equal(result.code, 2, argv.join(' '));
+      assert.match(
+        result.stderr,
+        /^replyflow: permission denied for table operators: REPLYFLOW_ADMIN_DATABASE_URL must be the admin's role/,
+      );
+    }
+    assert.equal(await (await store()).get(name), undefined);
+    assert.equal((await (await store()).get(existing.account.name))?.roles.join(), 'view,discard');
   });
 
   it('answers a bad account request with one line and exit 2, and changes nothing', async () => {
@@ -109,7 +160,7 @@ describe('operator CLI: accounts, login and logout (PostgreSQL, codec server)', 
       [['operator', 'roles', existing.account.name, '--roles', 'approve,root'], /unknown role root/],
     ];
     for (const [argv, message] of cases) {
-      const result = await cli(argv);
+      const result = await admin(argv);
       assert.equal(result.code, 2, argv.join(' '));
       assert.match(result.stderr.trim(), message, argv.join(' '));
       assert.equal(result.stderr.trim().split('\n').length, 1, 'one line');

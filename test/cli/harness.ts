@@ -55,6 +55,16 @@ export async function cliEnv(
   return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined));
 }
 
+/**
+ * What the admin adds to that environment: the admin credential (src/cli/admin.ts). Operators never
+ * hold it, so only tests of the account and maintenance commands pass it.
+ */
+export async function adminEnv(
+  extra: Record<string, string | undefined> = {},
+): Promise<Record<string, string | undefined>> {
+  return { REPLYFLOW_ADMIN_DATABASE_URL: (await database()).adminUrl, ...extra };
+}
+
 export interface InProcessOptions {
   /** Acts as this operator (its token in REPLYFLOW_OPERATOR_TOKEN). */
   as?: TestOperator;

@@ -274,7 +274,7 @@ describe('operator CLI: held and failed work (dev server, PostgreSQL, codec serv
   it('refuses a disabled or rotated token in the CLI and at the codec server: exit 3, nothing changed', async () => {
     const { handle, conversationId } = await held();
     const rowsBefore = await effectRows(keyOf(conversationId));
-    const store = createOperatorStore((await database()).pool);
+    const store = createOperatorStore((await database()).adminPool);
     const [gone, rotated] = await Promise.all([testOperator(['discard']), testOperator(['discard'])]);
     await store.disable(gone.account.name, { by: 'test' });
     const { token: fresh } = await store.rotate(rotated.account.name, { by: 'test' });

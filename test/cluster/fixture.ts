@@ -6,11 +6,12 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startClusterPostgres } from '../../src/cluster/postgres';
-import { migrate } from '../../src/db/migrate';
 import { createPool } from '../../src/db/pool';
-import type { EmbeddedPostgres } from '../../src/embedded/postgres';
+import { setUpDatabase } from '../../src/db/setup';
+import { APPLICATION_ROLE, type EmbeddedPostgres } from '../../src/embedded/postgres';
 import { PROJECT_ROOT } from '../../src/temporal/binaries';
 import { eventually } from '../helpers/eventually';
+import { TEST_ENCRYPTION_KEY } from '../helpers/servers';
 
 function once<T>(start: () => Promise<T>): () => Promise<T> {
   let started: Promise<T> | undefined;
@@ -32,10 +33,15 @@ export const clusterPostgres = once(async (): Promise<EmbeddedPostgres> => {
   chmodSync(parent, 0o755); // as root, PostgreSQL runs as its own user and must reach the data dir
   const postgres = await startClusterPostgres(path.join(parent, 'data'));
   // replyflow's tables on the same server, owned by the superuser as `replyflow start` makes them;
-  // test/helpers/servers' database() and the replyflow processes connect as the application's role.
+  // test/helpers/servers' database() (given the admin too) and the replyflow processes connect as the
+  // application's role.
   const admin = createPool(postgres.adminUrl, 1);
-  await migrate(admin).finally(() => admin.end());
+  await setUpDatabase(admin, {
+    appRole: APPLICATION_ROLE,
+    payloadKeys: { default: Buffer.from(TEST_ENCRYPTION_KEY, 'base64') },
+  }).finally(() => admin.end());
   process.env.DATABASE_URL = postgres.url;
+  process.env.REPLYFLOW_ADMIN_DATABASE_URL = postgres.adminUrl;
   teardowns.push(async () => {
     await postgres.stop();
     rmSync(parent, { recursive: true, force: true });

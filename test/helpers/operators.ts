@@ -3,7 +3,7 @@
 // key, workflow or time to forge, misroute or age a decision.
 import { randomUUID } from 'node:crypto';
 import type { WorkflowHandle } from '@temporalio/client';
-import { createOperatorStore, type OperatorAccount } from '../../src/db/operators';
+import { createOperatorStore, type OperatorAccount, type OperatorStore } from '../../src/db/operators';
 import { sealDecision } from '../../src/decision-seal';
 import type { OperatorRole } from '../../src/model';
 import {
@@ -22,13 +22,17 @@ export interface TestOperator {
   token: string;
 }
 
+/** The operators table as the admin changes it (the application role may only read it). */
+export async function operatorAdmin(): Promise<OperatorStore> {
+  return createOperatorStore((await database()).adminPool);
+}
+
 /** A new operator account with `roles` (and `view`), unique to this test run. */
 export async function testOperator(
   roles: readonly OperatorRole[],
   name = uniqueId('op-'),
 ): Promise<TestOperator> {
-  const store = createOperatorStore((await database()).pool);
-  return store.add(name, roles, { by: 'test' });
+  return (await operatorAdmin()).add(name, roles, { by: 'test' });
 }
 
 /** Operators who may do everything but approve, and one who may only approve: the two-person rule. */

@@ -7,8 +7,8 @@ import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
-import { migrate } from '../../src/db/migrate';
 import { createPool, type Pool } from '../../src/db/pool';
+import { setUpDatabase } from '../../src/db/setup';
 import { startEmbeddedPostgres } from '../../src/embedded/postgres';
 import { findTemporalTestServer } from '../../src/temporal/binaries';
 import { dataConverter } from '../../src/temporal/client';
@@ -63,14 +63,20 @@ export interface TestDatabase {
   /** Connected as the application's role, as replyflow connects. */
   pool: Pool;
   url: string;
-  /** The superuser's URL (migrations, setup): the embedded cluster's, or DATABASE_URL's. */
+  /** The admin's URL (migrations, setup, accounts): the embedded superuser, or REPLYFLOW_ADMIN_DATABASE_URL. */
   adminUrl: string;
+  /** Connected as the admin, as `replyflow operator …` connects. */
+  adminPool: Pool;
 }
 
-/** DATABASE_URL when set (e.g. a PostgreSQL you run), else an embedded one in a temp dir. */
+/**
+ * DATABASE_URL when set (e.g. a PostgreSQL you run; its admin in REPLYFLOW_ADMIN_DATABASE_URL, else
+ * the same role), else an embedded one in a temp dir. Set up as the admin sets up a deployment: the
+ * application role's privileges, and the seal key of the tests' payload key (id `default`).
+ */
 export const database = once(async (): Promise<TestDatabase> => {
   let url = process.env.DATABASE_URL;
-  let adminUrl = url;
+  let adminUrl = process.env.REPLYFLOW_ADMIN_DATABASE_URL ?? url;
   if (!url || !adminUrl) {
     const parent = mkdtempSync(path.join(os.tmpdir(), 'replyflow-pg-'));
     chmodSync(parent, 0o755); // as root, PostgreSQL runs as its own user and must reach the data dir
@@ -79,11 +85,16 @@ export const database = once(async (): Promise<TestDatabase> => {
     url = pg.url;
     adminUrl = pg.adminUrl;
   }
-  const admin = createPool(adminUrl, 1);
-  await migrate(admin).finally(() => admin.end());
+  const adminPool = createPool(adminUrl, 4);
+  teardowns.unshift(() => adminPool.end());
+  const appRole = decodeURIComponent(new URL(url).username);
+  await setUpDatabase(adminPool, {
+    appRole: appRole === decodeURIComponent(new URL(adminUrl).username) ? undefined : appRole,
+    payloadKeys: { default: Buffer.from(TEST_ENCRYPTION_KEY, 'base64') },
+  });
   const pool = createPool(url, 20);
   teardowns.unshift(() => pool.end());
-  return { pool, url, adminUrl };
+  return { pool, url, adminUrl, adminPool };
 });
 
 export const workflowBundle = once(

@@ -44,7 +44,7 @@ describe('codec server: operators decode, and encode only sealed decisions (rece
   let ana: TestOperator;
   const log = capturedLogger();
   const config = testConfig({ CODEC_CORS_ORIGINS: UI_ORIGIN });
-  const store = async () => createOperatorStore((await database()).pool);
+  const store = async () => createOperatorStore((await database()).adminPool);
 
   before(async () => {
     const [server] = await Promise.all([devServer(), database()]);

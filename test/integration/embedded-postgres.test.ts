@@ -1,24 +1,33 @@
 // The embedded PostgreSQL: generated passwords kept 0600 under the data dir, an application role that
-// cannot touch the audit log's append-only trigger, and, as root, binaries and data the `postgres`
-// system user can reach wherever the project is cloned (or one clear way out).
+// cannot touch the audit log's append-only trigger, set up by `replyflow start` as the admin (the
+// superuser in that file, which the admin commands beside it use), and, as root, binaries and data the
+// `postgres` system user can reach wherever the project is cloned (or one clear way out).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { migrate } from '../../src/db/migrate';
+import { loadConfig } from '../../src/config';
 import { createPool } from '../../src/db/pool';
+import { setUpDatabase } from '../../src/db/setup';
+import { sealDecision } from '../../src/decision-seal';
 import {
+  APPLICATION_ROLE,
   type Binaries,
   EmbeddedPostgresError,
   packagedBinaries,
   reachableBinaries,
+  runningClusterAdminUrl,
   runningClusterUrl,
   startEmbeddedPostgres,
   systemUser,
 } from '../../src/embedded/postgres';
-import { database } from '../helpers/servers';
+import { launch } from '../../src/launcher';
+import { createLogger } from '../../src/logger';
+import { freePort } from '../../src/ports';
+import { database, devServer } from '../helpers/servers';
 
 const asRoot = process.getuid?.() === 0;
 
@@ -138,17 +147,23 @@ describe('embedded PostgreSQL', function () {
     }
   });
 
-  it('is what the CLI beside `replyflow start` connects with: the application role, its generated password', async () => {
+  it('gives the admin commands beside `replyflow start` its superuser, from the owner-only credentials file', async () => {
     const dataDir = openDir('replyflow-pg-cli-');
     const dir = path.join(dataDir, 'postgres');
     const running = await startEmbeddedPostgres({ dir, ephemeral: true });
     try {
       assert.equal(runningClusterUrl(dir), running.url);
+      assert.equal(runningClusterAdminUrl(dir), running.adminUrl);
       const admin = createPool(running.adminUrl, 1);
-      await migrate(admin);
+      await setUpDatabase(admin, { appRole: APPLICATION_ROLE });
       await admin.end();
-      // A user's shell beside `npm start`: no DATABASE_URL, the data dir's cluster found by itself.
-      const env = { ...process.env, REPLYFLOW_DATA_DIR: dataDir, DATABASE_URL: undefined };
+      // A user's shell beside `npm start`: no DATABASE_URL, no admin URL, the data dir's cluster found by itself.
+      const env = {
+        ...process.env,
+        REPLYFLOW_DATA_DIR: dataDir,
+        DATABASE_URL: undefined,
+        REPLYFLOW_ADMIN_DATABASE_URL: undefined,
+      };
       const bin = path.resolve(__dirname, '..', '..', 'bin', 'replyflow.js');
       const added = spawnSync(process.execPath, [bin, 'operator', 'add', 'ana', '--roles', 'resend'], {
         env,
@@ -156,6 +171,8 @@ describe('embedded PostgreSQL', function () {
       });
       assert.equal(added.status, 0, added.stderr);
       assert.match(added.stdout, /^token: rfo_/m);
+      // The application role's password, in the same file, does not make anyone an admin.
+      assert.match(await refused(running.url, 'INSERT INTO operators SELECT * FROM operators'), /^42501$/);
       const client = new pg.Client({ connectionString: running.url });
       await client.connect();
       const { rows } = await client.query<{ name: string }>('SELECT name FROM operators');
@@ -168,6 +185,58 @@ describe('embedded PostgreSQL', function () {
       await running.stop();
     }
     assert.equal(runningClusterUrl(dir), undefined, 'nothing runs there any more');
+    assert.equal(runningClusterAdminUrl(dir), undefined);
+  });
+
+  it('is set up by `replyflow start` as the admin: the application role restricted, the seal key of its payload key registered', async () => {
+    const dataDir = openDir('replyflow-pg-start-');
+    const config = loadConfig({
+      REPLYFLOW_DATA_DIR: dataDir,
+      TEMPORAL_ADDRESS: (await devServer()).address,
+      TEMPORAL_TASK_QUEUE: `q-embedded-${randomUUID()}`,
+      PORT: String(await freePort()),
+      WORKER_METRICS_PORT: '0',
+      LOG_LEVEL: 'silent',
+    });
+    const running = await launch(config, createLogger('silent'));
+    try {
+      const dir = path.join(dataDir, 'postgres');
+      const appUrl = runningClusterUrl(dir)!;
+      assert.match(await refused(appUrl, "UPDATE operators SET roles = '{view,approve}'"), /^42501$/);
+      assert.match(await refused(appUrl, 'SELECT * FROM seal_keys'), /^42501$/);
+      // A decision sealed with the payload key `start` generated verifies in its database.
+      const payloadKey = Buffer.from(
+        readFileSync(path.join(dataDir, 'encryption.key'), 'utf8').trim(),
+        'base64',
+      );
+      const requestId = randomUUID();
+      const workflowId = 'webhook:sandbox:evt_embedded';
+      const { seal } = sealDecision(
+        { workflowId, reason: 'checked' },
+        {
+          operator: 'ana',
+          credentialId: randomUUID(),
+          workflowId,
+          decision: 'approve',
+          hold: 'e:1',
+          requestId,
+          issuedAt: Date.now(),
+        },
+        { id: 'default', payloadKey },
+      );
+      const client = new pg.Client({ connectionString: appUrl });
+      await client.connect();
+      try {
+        await client.query(
+          `INSERT INTO decision_requests (request_id, workflow_id, delivery, operator, seal) VALUES ($1, $2, 'update:1', 'ana', $3)`,
+          [requestId, workflowId, seal],
+        );
+      } finally {
+        await client.end();
+      }
+    } finally {
+      await running.stop();
+    }
   });
 
   it('replaces the fixed password of a cluster initialised before passwords were generated', async () => {

@@ -251,7 +251,7 @@ describe('operator decisions an attacker cannot make (dev server, PostgreSQL, th
     const workflowId = item.handle.workflowId;
     const discardBody = { workflowId, action: 'discard' as const, reason: 'tidy up' };
     const send = (input: DecisionInput) => item.handle.executeUpdate(resolveUpdate, { args: [input] });
-    const store = createOperatorStore((await database()).pool);
+    const store = createOperatorStore((await database()).adminPool);
 
     const forged = await send(
       sealFor(alice.account, discardBody, { key: Buffer.alloc(32, 9).toString('base64') }),

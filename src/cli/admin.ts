@@ -1,0 +1,102 @@
+// The admin's side of the CLI: the account and maintenance commands (`operator …`, `purge`, `setup`)
+// connect with the admin credential — REPLYFLOW_ADMIN_DATABASE_URL, or beside `replyflow start` the
+// embedded cluster's superuser from its owner-only credentials file — which receivers and workers never
+// hold. As the application role none of them would work: it may not change operators (src/db/privileges.ts).
+// Who acted is recorded as `admin:<OS user>`.
+import os from 'node:os';
+import path from 'node:path';
+import { type AdminConfig, loadAdminConfig } from '../config';
+import { createPool, type Pool } from '../db/pool';
+import { runningClusterAdminUrl } from '../embedded/postgres';
+import { errorMessage } from '../failures';
+import { OperatorInputError } from '../operator/errors';
+import { type CliContext, report } from './command';
+import type { CliIo } from './io';
+
+export interface AdminSession {
+  config: AdminConfig;
+  /** Connected with the admin credential, opened on first use. */
+  pool(): Promise<Pool>;
+  /** Who the audit log names for what this command changes. */
+  actor: string;
+  close(): Promise<void>;
+}
+
+/** Thrown when an admin command finds no admin credential; the message names the setting. */
+export class AdminCredentialError extends OperatorInputError {
+  override name = 'AdminCredentialError';
+}
+
+export function openAdminSession(io: CliIo): AdminSession {
+  const config = loadAdminConfig(io.env);
+  let pool: Pool | undefined;
+  return {
+    config,
+    async pool() {
+      pool ??= createPool(adminDatabaseUrl(config), 2);
+      return pool;
+    },
+    actor: `admin:${osUser()}`,
+    async close() {
+      await pool?.end();
+    },
+  };
+}
+
+/**
+ * REPLYFLOW_ADMIN_DATABASE_URL; else, with no DATABASE_URL either (local mode), the superuser of the
+ * embedded PostgreSQL `replyflow start` runs under the data dir. DATABASE_URL itself never counts:
+ * it is the application role's.
+ */
+export function adminDatabaseUrl(config: AdminConfig): string {
+  if (config.REPLYFLOW_ADMIN_DATABASE_URL) return config.REPLYFLOW_ADMIN_DATABASE_URL;
+  const dir = path.join(config.REPLYFLOW_DATA_DIR, 'postgres');
+  let local: string | undefined;
+  try {
+    local = config.DATABASE_URL ? undefined : runningClusterAdminUrl(dir);
+  } catch (err) {
+    throw new AdminCredentialError(`${errorMessage(err)}, or set REPLYFLOW_ADMIN_DATABASE_URL`);
+  }
+  if (!local)
+    throw new AdminCredentialError(
+      'this command needs the admin credential: set REPLYFLOW_ADMIN_DATABASE_URL to a role that owns replyflow’s tables' +
+        (config.DATABASE_URL
+          ? ' (DATABASE_URL is the application role’s and may not change operators)'
+          : ` (or run it as the user of the \`replyflow start\` whose PostgreSQL runs under ${dir})`),
+    );
+  return local;
+}
+
+/** Wraps an admin command's work for commander: its session, its exit code, one line for what went wrong. */
+export function adminAction<A extends unknown[]>(
+  ctx: CliContext,
+  work: (session: AdminSession, ...args: A) => Promise<number>,
+): (...args: A) => Promise<void> {
+  return async (...args: A) => {
+    let session: AdminSession | undefined;
+    try {
+      session = openAdminSession(ctx.io);
+      ctx.setExitCode(await work(session, ...args));
+    } catch (err) {
+      ctx.setExitCode(report(ctx.io, notTheAdmin(err) ?? err));
+    } finally {
+      await session?.close().catch(() => {});
+    }
+  };
+}
+
+/** PostgreSQL's "permission denied" (42501) here means the credential given is not the admin's. */
+function notTheAdmin(err: unknown): AdminCredentialError | undefined {
+  if ((err as { code?: unknown }).code !== '42501') return undefined;
+  return new AdminCredentialError(
+    `${errorMessage(err)}: REPLYFLOW_ADMIN_DATABASE_URL must be the admin's role (the owner of replyflow’s tables), not the application role's`,
+  );
+}
+
+function osUser(): string {
+  try {
+    return os.userInfo().username;
+  } catch {
+    return 'unknown';
+  }
+}
