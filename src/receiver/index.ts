@@ -120,6 +120,9 @@ export async function startReceiver(options: {
     bodyLimit: config.WEBHOOK_BODY_LIMIT,
     extraRoutes: [...sandboxRoutes, codecServer],
   });
+  // Whose X-Forwarded-For / -Proto count (the codec login's source limit and Secure cookie): only
+  // the proxies configured, so a client cannot claim another address or TLS itself.
+  app.set('trust proxy', config.TRUST_PROXY.length > 0 ? config.TRUST_PROXY : false);
   const server = http.createServer(app);
   await listenOn(server, config.HOST, port);
   const address = server.address() as AddressInfo;
