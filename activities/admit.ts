@@ -54,17 +54,25 @@ export function admitActivities(parts: {
   }
 
   return {
-    /** `firstEffectId`: the id to claim the first step under (the workflow's, so a retry claims the same). */
+    /**
+     * `firstEffectId`: the id to claim the first step under (the workflow's, so a retry claims the
+     * same). `firstRunId`: the first run of the workflow's chain, so that a run a reset started
+     * carries on with the event where the run it replaced left it: the business state is not moved
+     * (nor judged) twice for one event, and an existing effect row is the claim.
+     */
     async admitEvent(input: {
       event: InboundEvent;
       workflowId: string;
       firstEffectId?: string;
+      firstRunId?: string;
     }): Promise<Admission> {
       const { event, workflowId } = input;
-      const ledger = await parts.ledger.recordEvent(event);
+      const ledger = await parts.ledger.recordEvent(event, input.firstRunId);
       if (!ledger.firstTime) return { firstTime: false };
       const plan = await parts.reply.planEffects(event);
-      if (plan.transition) {
+      if (ledger.rerun?.outcome === 'stale')
+        return { firstTime: true, plan, refusal: ledger.rerun.reason ?? 'refused by the business state' };
+      if (plan.transition && !ledger.rerun) {
         const moved = await parts.conversation.applyTransition({
           request: plan.transition,
           provider: event.provider,

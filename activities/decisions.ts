@@ -1,8 +1,13 @@
 // Who is behind an operator decision, checked where it counts: the workflow asks this activity before
 // it judges anything. The seal must verify (made by the codec server with the payload key's seal key,
-// over exactly this body), be meant for this workflow, be fresh, be used once, and name an operator
-// whose credential is still current and whose roles allow the decision.
-import { DECISION_TTL_MS, openSeal } from '../src/decision-seal';
+// over exactly this body), be meant for this workflow and this decision, be fresh, and name an
+// operator whose credential is still current and whose roles allow the decision. Whatever the
+// verdict, the seal is then used up: its request id belongs to this one delivery in this one run, so
+// a re-delivery after a `temporal workflow reset` (into a new run) is a replay, while a retry of this
+// same check gets the verdict it got the first time.
+import { Context } from '@temporalio/activity';
+import { createDecisionRequests } from '../src/db/decision-requests';
+import { DECISION_TTL_MS, openSeal, type SealClaims } from '../src/decision-seal';
 import { isRefusedPayload, type OperatorRole } from '../src/model';
 import type { DecisionName } from '../workflows/messages';
 import type { ActivityDeps } from './deps';
@@ -11,7 +16,7 @@ export interface VerifyInput {
   decision: DecisionName;
   payload: unknown;
   workflowId: string;
-  /** What delivered it (an update id, or the run's count of signals): a retry of this check is not a replay. */
+  /** What delivered it in its run (`update:<id>`, or `signal:<n>`, the run's count of signals). */
   delivery: string;
 }
 
@@ -23,7 +28,8 @@ export interface VerifiedBody {
 }
 
 export type Verified =
-  | { ok: true; operator: string; requestId: string; body: VerifiedBody }
+  /** `hold`: the hold the decision answers (absent only in the histories of runs started before). */
+  | { ok: true; operator: string; requestId: string; hold?: string; body: VerifiedBody }
   /** `operator`: set once the seal verified, so the refusal is recorded against them. */
   | { ok: false; reason: string; action?: string; operator?: string };
 
@@ -36,47 +42,86 @@ export function roleFor(decision: DecisionName, action: unknown): OperatorRole |
   return action === 'mark-sent' || action === 'resend' || action === 'discard' ? action : undefined;
 }
 
-export function decisionActivities({ operators, payloadKeys }: ActivityDeps) {
+export function decisionActivities({ operators, payloadKeys, pool }: ActivityDeps) {
+  const requests = createDecisionRequests(pool);
+
+  /** The verdict on a seal bound to this workflow and decision: fresh, current credential, the role. */
+  async function judgeSeal(claims: SealClaims, input: VerifyInput, raw: Record<string, unknown>) {
+    const refuse = (reason: string): Verified => ({
+      ok: false,
+      reason,
+      action: typeof raw.action === 'string' ? raw.action.slice(0, 40) : undefined,
+      operator: claims.operator,
+    });
+    const age = Date.now() - claims.issuedAt;
+    if (!(age <= DECISION_TTL_MS))
+      return refuse(
+        `expired: sealed ${Math.round(age / 1000)} s ago, decisions live ${DECISION_TTL_MS / 1000} s`,
+      );
+    if (age < -SKEW_MS) return refuse('sealed in the future: check the servers’ clocks');
+    const account = await operators.get(claims.operator);
+    if (!account) return refuse(`revoked: no operator named ${claims.operator}`);
+    if (account.disabled) return refuse(`revoked: operator ${claims.operator} is disabled`);
+    if (account.credentialId !== claims.credentialId)
+      return refuse(`revoked: ${claims.operator}'s token was rotated after this decision was sealed`);
+    const role = roleFor(input.decision, raw.action);
+    if (role && !account.roles.includes(role))
+      return refuse(`not permitted: ${claims.operator} does not have the ${role} role`);
+    return {
+      ok: true,
+      operator: claims.operator,
+      requestId: claims.requestId,
+      hold: claims.hold,
+      body: { action: raw.action as string | undefined, reason: raw.reason, externalId: raw.externalId },
+    } satisfies Verified;
+  }
+
   return {
     async verifyDecision(input: VerifyInput): Promise<Verified> {
       const { payload } = input;
       const raw = (payload ?? {}) as Record<string, unknown>;
       const action = typeof raw.action === 'string' ? raw.action.slice(0, 40) : undefined;
-      const refuse = (reason: string): Verified => ({ ok: false, reason, action });
+      const refuse = (reason: string, operator?: string): Verified => ({
+        ok: false,
+        reason,
+        action,
+        operator,
+      });
       if (isRefusedPayload(payload)) return refuse(payload.replyflowRefusedPayload);
       const opened = openSeal(payload, payloadKeys);
       if (!opened.ok) return refuse(opened.reason);
       const { claims } = opened;
-      const refuseSealed = (reason: string): Verified => ({ ...refuse(reason), operator: claims.operator });
       if (claims.workflowId !== input.workflowId || raw.workflowId !== input.workflowId)
-        return refuseSealed(`sealed for another workflow (${String(claims.workflowId).slice(0, 200)})`);
-      const age = Date.now() - claims.issuedAt;
-      if (!(age <= DECISION_TTL_MS))
-        return refuseSealed(
-          `expired: sealed ${Math.round(age / 1000)} s ago, decisions live ${DECISION_TTL_MS / 1000} s`,
+        return refuse(
+          `sealed for another workflow (${String(claims.workflowId).slice(0, 200)})`,
+          claims.operator,
         );
-      if (age < -SKEW_MS) return refuseSealed('sealed in the future: check the servers’ clocks');
-      const account = await operators.get(claims.operator);
-      if (!account) return refuseSealed(`revoked: no operator named ${claims.operator}`);
-      if (account.disabled) return refuseSealed(`revoked: operator ${claims.operator} is disabled`);
-      if (account.credentialId !== claims.credentialId)
-        return refuseSealed(`revoked: ${claims.operator}'s token was rotated after this decision was sealed`);
-      const role = roleFor(input.decision, raw.action);
-      if (role && !account.roles.includes(role))
-        return refuseSealed(`not permitted: ${claims.operator} does not have the ${role} role`);
-      const first = await operators.useRequest({
+      if (typeof claims.decision !== 'string' || typeof claims.hold !== 'string')
+        return refuse(
+          'sealed without its decision and hold (an older codec server): decide again',
+          claims.operator,
+        );
+      if (claims.decision !== input.decision)
+        return refuse(
+          `sealed as a ${claims.decision.slice(0, 40)} decision, delivered as ${input.decision}`,
+          claims.operator,
+        );
+      // The run is part of the delivery: Temporal re-delivers updates and signals into the new run a
+      // reset starts, and this is how that re-delivery is told from a retry of this check.
+      const runId = Context.current().info.workflowExecution?.runId ?? '';
+      const used = await requests.use({
         requestId: claims.requestId,
         workflowId: input.workflowId,
-        delivery: input.delivery,
+        delivery: `${runId}/${input.delivery}`,
         operator: claims.operator,
+        decision: claims.decision,
+        hold: claims.hold,
+        seal: String(raw.seal),
+        verdict: await judgeSeal(claims, input, raw),
       });
-      if (!first) return refuseSealed('replayed: this sealed decision was used before');
-      return {
-        ok: true,
-        operator: claims.operator,
-        requestId: claims.requestId,
-        body: { action: raw.action as string | undefined, reason: raw.reason, externalId: raw.externalId },
-      };
+      if (used.kind === 'replayed')
+        return refuse('replayed: this sealed decision was used before', claims.operator);
+      return used.verdict;
     },
   };
 }

@@ -53,6 +53,7 @@ export function effectActivities({ effects, targets, metrics }: ActivityDeps) {
           effectId: claim.effectId,
           status: claim.status,
           capabilities: target.capabilities,
+          attempts: claim.attempts,
         };
       return { kind: 'duplicate', ownerWorkflowId: claim.workflowId, ownerStatus: claim.status };
     },
@@ -60,16 +61,20 @@ export function effectActivities({ effects, targets, metrics }: ActivityDeps) {
     /**
      * Records a result when the row's status allows it; otherwise reports the status it has. A
      * recorded result settles the effect for its conversation: the next send waiting there is told.
+     * `attempts`: the row's send attempts so far, which number the hold a decision will answer.
      */
-    async recordResult(input: ResultInput): Promise<{ recorded: boolean; status: EffectStatus }> {
+    async recordResult(
+      input: ResultInput,
+    ): Promise<{ recorded: boolean; status: EffectStatus; attempts?: number }> {
       const recorded = await record(input);
       if (recorded) {
         const by = 'manual' in input && input.manual ? 'operator' : 'worker';
         metrics.outcome(recorded.target, input.status, by, recorded.ageSeconds);
         await tellNextInLine(effects, input.effectId);
-        return { recorded: true, status: input.status };
+        return { recorded: true, status: input.status, attempts: recorded.attempts };
       }
-      return { recorded: false, status: (await effects.status(input.effectId)) ?? 'discarded' };
+      const row = await effects.status(input.effectId);
+      return { recorded: false, status: row?.status ?? 'discarded', attempts: row?.attempts };
     },
 
     /**
@@ -77,9 +82,14 @@ export function effectActivities({ effects, targets, metrics }: ActivityDeps) {
      * the row back to retry_wait only once no attempt holds the lease and none took one since the row
      * was read. A row still `sending` or `unknown` (the retry budget ran out on an outcome nobody
      * judged) is resent only when a lookup can prove it absent: the target has one, and the lease
-     * expired at least the consistency delay ago.
+     * expired at least the consistency delay ago. `holdAttempts`: the attempts of the hold the
+     * decision answered; a row with more attempts (an attempt since) is not moved: `moved`.
      */
-    async prepareResend(input: { effectId: string; step: StepPlan }): Promise<ResendCheck> {
+    async prepareResend(input: {
+      effectId: string;
+      step: StepPlan;
+      holdAttempts?: number;
+    }): Promise<ResendCheck> {
       const target = targets.get(input.step.target);
       const row = await effects.readForResend(input.effectId, target?.capabilities.consistencyDelayMs ?? 0);
       if (!row)
@@ -89,6 +99,11 @@ export function effectActivities({ effects, targets, metrics }: ActivityDeps) {
         );
       if (row.status === 'succeeded')
         return { kind: 'already-sent', externalId: row.externalId ?? '(unknown id)' };
+      if (
+        input.holdAttempts !== undefined &&
+        (row.attempts !== input.holdAttempts || row.status === 'discarded')
+      )
+        return { kind: 'moved', status: row.status, attempts: row.attempts };
       if (row.status === 'sending' && row.leased) {
         return {
           kind: 'wait',
@@ -122,7 +137,7 @@ export function effectActivities({ effects, targets, metrics }: ActivityDeps) {
           return { kind: 'already-sent', externalId: found.externalId };
         }
       }
-      return (await effects.moveToRetry(input.effectId, row.leaseAttempt))
+      return (await effects.moveToRetry(input.effectId, row.leaseAttempt, input.holdAttempts))
         ? { kind: 'ready' }
         : { kind: 'wait', detail: 'the effect changed meanwhile; look at it again' };
     },

@@ -1,55 +1,38 @@
-// The event ledger: the dedupe key that outlives Temporal's retention, and each event's outcome.
+// The event ledger: the dedupe key that outlives Temporal's retention, and each event's outcome
+// (src/db/events.ts). A run replacing an earlier run of its chain (a reset, a continue-as-new) carries
+// on with the event; a run of a new chain finds it processed before.
 import { Context } from '@temporalio/activity';
+import { createEventLedger, type EventOutcome, type LedgerEntry } from '../src/db/events';
 import type { InboundEvent } from '../src/providers/types';
 import type { ActivityDeps } from './deps';
 
-export interface EventOutcome {
-  provider: string;
-  eventId: string;
-  outcome: string;
-  reason?: string;
-}
+export type { EventOutcome } from '../src/db/events';
+
+/** The run of the current activity. */
+const currentRunId = () => Context.current().info.workflowExecution?.runId ?? '';
 
 /** Writes the final state of the current activity's run's event (never over an earlier run's). */
 export async function writeOutcome(pool: ActivityDeps['pool'], input: EventOutcome): Promise<void> {
-  const runId = Context.current().info.workflowExecution?.runId ?? '';
-  await pool.query(
-    `UPDATE events SET outcome = $3, outcome_reason = $4, completed_at = now()
-      WHERE provider = $1 AND event_id = $2 AND run_id = $5`,
-    [input.provider, input.eventId, input.outcome, input.reason ?? null, runId],
-  );
+  await createEventLedger(pool).writeOutcome(input, currentRunId());
 }
 
 export function ledgerActivities({ pool }: ActivityDeps) {
+  const ledger = createEventLedger(pool);
   return {
     /**
-     * Inserts the event. Already there from another run → processed before (redelivered after
-     * Temporal's retention expired): `firstTime` is false. Our own earlier attempt → true.
+     * Inserts the event. `firstTime`: recorded now, by an earlier attempt of this run, or by an
+     * earlier run of its chain (`rerun`, with how that run ended); false when a run of another chain
+     * recorded it (redelivered after Temporal's retention expired).
+     * @param firstRunId the first run of this run's chain (runs started before chains were counted
+     * leave it out: only their own run counts).
      */
-    async recordEvent(event: InboundEvent): Promise<{ firstTime: boolean }> {
-      const runId = Context.current().info.workflowExecution?.runId ?? '';
-      const inserted = await pool.query(
-        `INSERT INTO events (provider, event_id, workflow_id, run_id, event_type, occurred_at, received_at, correlation_id, redelivery)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-         ON CONFLICT (provider, event_id) DO NOTHING`,
-        [
-          event.provider,
-          event.eventId,
-          event.workflowId,
-          runId,
-          event.eventType,
-          event.occurredAt ?? null,
-          event.receivedAt,
-          event.correlationId,
-          event.redelivery ? JSON.stringify(event.redelivery) : null,
-        ],
-      );
-      if (inserted.rowCount === 1) return { firstTime: true };
-      const existing = await pool.query<{ run_id: string }>(
-        'SELECT run_id FROM events WHERE provider = $1 AND event_id = $2',
-        [event.provider, event.eventId],
-      );
-      return { firstTime: existing.rows[0]?.run_id === runId };
+    async recordEvent(
+      event: InboundEvent,
+      firstRunId?: string,
+    ): Promise<{ firstTime: boolean; rerun?: Extract<LedgerEntry, { kind: 'rerun' }> }> {
+      const entry = await ledger.record(event, currentRunId(), firstRunId);
+      if (entry.kind === 'processed') return { firstTime: false };
+      return entry.kind === 'rerun' ? { firstTime: true, rerun: entry } : { firstTime: true };
     },
 
     /** Writes the final state of this run's event (never over an earlier run's). */

@@ -12,7 +12,7 @@ import { decide, sealFor, testOperator } from '../test/helpers/operators';
 import { devServer, stopServers, TEST_ENCRYPTION_KEY } from '../test/helpers/servers';
 import { sandboxEvent, startTestWorker, testConfig, uniqueId } from '../test/helpers/system';
 import { startEvent, waitForState } from '../test/helpers/workflows';
-import { resolveSignal } from '../workflows/messages';
+import { resolveSignal, statusQuery } from '../workflows/messages';
 
 const HISTORIES = path.resolve(__dirname, '..', 'test', 'histories');
 
@@ -84,7 +84,8 @@ async function main() {
     await waitForState(signalled, 'held');
     const discard = { workflowId: signalled.workflowId, action: 'discard' as const, reason: 'by signal' };
     await signalled.signal(resolveSignal, discard);
-    await signalled.signal(resolveSignal, sealFor(alice.account, discard));
+    const { hold } = await signalled.query(statusQuery);
+    await signalled.signal(resolveSignal, sealFor(alice.account, discard, { hold }));
     await signalled.result();
     await save('held-discarded-by-signal', signalled.workflowId);
 

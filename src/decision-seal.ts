@@ -1,8 +1,8 @@
 // The seal on an operator decision: proof, made by the codec server for an operator it authenticated,
-// of who decided what for which workflow, and when. Temporal cannot tell a workflow who sent an update
-// (its `identity` is free text), so the workflow trusts only this seal, which it verifies through an
-// activity (activities/decisions.ts). An HMAC-SHA256 over the claims, with a key derived from the
-// payload key, so only the servers that hold that key can make or check one.
+// of who decided what for which workflow, which hold it answers, and when. Temporal cannot tell a
+// workflow who sent an update (its `identity` is free text), so the workflow trusts only this seal,
+// which it verifies through an activity (activities/decisions.ts). An HMAC-SHA256 over the claims,
+// with a key derived from the payload key, so only the servers that hold that key can make or check one.
 import { createHash, createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
 
 const VERSION = 'rfs1';
@@ -15,6 +15,14 @@ export interface SealClaims {
   credentialId: string;
   /** The one workflow the decision is for. */
   workflowId: string;
+  /** The decision (update or signal name) it may be delivered as: an approval is never a reprocess. */
+  decision: string;
+  /**
+   * The hold it answers: `<effect id>:<attempts>` as the workflow's status shows it (`hold`). Once the
+   * effect was sent again (or is held again after a resend), a decision about the earlier hold counts
+   * for nothing.
+   */
+  hold: string;
   /** Single use: a second delivery of the same sealed decision is a replay. */
   requestId: string;
   /** Milliseconds since the epoch; the seal expires DECISION_TTL_MS after. */

@@ -115,7 +115,14 @@ export function claimInput(options: {
 }
 
 export type ClaimResult =
-  | { kind: 'owned'; effectId: string; status: EffectStatus; capabilities: TargetCapabilities }
+  /** `attempts`: the row's, when it was there before (an earlier run of this workflow claimed it). */
+  | {
+      kind: 'owned';
+      effectId: string;
+      status: EffectStatus;
+      capabilities: TargetCapabilities;
+      attempts?: number;
+    }
   | { kind: 'duplicate'; ownerWorkflowId: string; ownerStatus: EffectStatus };
 
 export interface SendInput {
@@ -155,7 +162,12 @@ export type LookupOutcome = { found: true; externalId: string } | { found: false
 export type ResendCheck =
   | { kind: 'ready' }
   | { kind: 'already-sent'; externalId: string }
-  | { kind: 'wait'; detail: string };
+  | { kind: 'wait'; detail: string }
+  /**
+   * The effect is past the hold the decision answered: an attempt was made since (a decision counted
+   * in a run a reset replaced, say). Nothing was changed; the row's status and attempts are now these.
+   */
+  | { kind: 'moved'; status: EffectStatus; attempts: number };
 
 /**
  * The sandbox target's three flavours (src/targets/sandbox.ts): the sandbox page and its provider

@@ -1,7 +1,15 @@
 // One effect of an event, step by step: claim the business key, prepare the body once, send it through
 // the lease-guarded protocol (activities/send.ts, model/send.pml) in its conversation's order, settle
 // an unknown outcome by lookup, and hand held or failed work to the operator desk.
-import { ActivityFailure, ApplicationFailure, log, sleep, uuid4, workflowInfo } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  log,
+  patched,
+  sleep,
+  uuid4,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { FirstStep } from '../activities/admit';
 import { errorMessage, Failure } from '../src/failures';
 import {
@@ -27,6 +35,12 @@ import type { RunView } from './run-view';
  * activity inside the workflow task, which also records the event's outcome when it is the last step).
  */
 export type SendPath = 'turns' | 'one-task' | 'local';
+
+/**
+ * Runs started since: an effect row found held, failed or discarded when this run claims it (a run a
+ * reset replaced left it so) is taken at its word, never sent again without a decision.
+ */
+const ADOPT_ROW_PATCH = 'adopt-effect-row';
 
 /** `ledgerRecorded`: the send itself marked the event succeeded in the ledger. */
 type Sent = { kind: 'succeeded'; externalId: string; ledgerRecorded?: boolean } | { kind: 'held' | 'failed' };
@@ -107,6 +121,10 @@ export class EffectAttempt {
       this.run.settled({ businessKey, effectId: ctx.effectId });
       return 'succeeded';
     }
+    if (claim.status === 'discarded' && patched(ADOPT_ROW_PATCH)) {
+      details.reason = 'discarded by an operator';
+      return 'discarded';
+    }
     // The responder answers once; every attempt sends these same bytes.
     const prepared = first?.text !== undefined ? { body: { text: first.text } } : await this.prepareBody(ctx);
     if ('done' in prepared) {
@@ -126,10 +144,17 @@ export class EffectAttempt {
       local && effect === this.plan.effects.at(-1) && stepIndex === effect.steps.length - 1
         ? { provider: this.event.provider, eventId: this.event.eventId }
         : undefined;
+    let found =
+      (claim.status === 'held' || claim.status === 'failed') && patched(ADOPT_ROW_PATCH)
+        ? this.adopt(claim.status, claim.attempts)
+        : undefined;
     for (;;) {
-      const sent = await this.ordering.around(() =>
-        this.sendAndSettle(send, ctx, { body: prepared.body, gatherUntil, ledgerOnSuccess: last }),
-      );
+      const sent =
+        found ??
+        (await this.ordering.around(() =>
+          this.sendAndSettle(send, ctx, { body: prepared.body, gatherUntil, ledgerOnSuccess: last }),
+        ));
+      found = undefined;
       gatherUntil = undefined;
       if (sent.kind === 'succeeded' && sent.ledgerRecorded) this.outcomeRecorded = true;
       const decision =
@@ -143,6 +168,22 @@ export class EffectAttempt {
       }
       // An approved resend or a reprocess: the row is back in retry_wait; the same protocol runs.
     }
+  }
+
+  /**
+   * Takes a held or failed row at its word (a run a reset replaced left it so): no send, the same
+   * wait for a decision, numbered by the row's attempts.
+   */
+  private adopt(status: 'held' | 'failed', attempts = 0): Sent {
+    this.run.details.attempts = attempts;
+    this.run.setState(status, {
+      lastErrorClass: status === 'held' ? 'unknown' : this.run.details.lastErrorClass,
+      recommendedAction:
+        status === 'held'
+          ? 'found held by an earlier run: check the target, then mark-sent (with its id) or resend (needs approval)'
+          : 'found failed by an earlier run: see `replyflow show`; reprocess when fixed',
+    });
+    return { kind: status };
   }
 
   /**
@@ -161,12 +202,13 @@ export class EffectAttempt {
         return { body: { text } };
       } catch (err) {
         const message = errorMessage(err);
-        await records.recordResult({
+        const failed = await records.recordResult({
           effectId: ctx.effectId,
           status: 'failed',
           errorClass: 'responder',
           error: `responder: ${message}`,
         });
+        if (failed.attempts !== undefined) this.run.details.attempts = failed.attempts;
         this.run.setState('failed', {
           step: 'prepareReply',
           lastErrorClass: 'responder',
@@ -224,12 +266,13 @@ export class EffectAttempt {
     run.setState('unknown', { lastErrorClass: 'unknown', lastError: outcome.reason });
     const found = await this.lookUpUnknown(ctx, outcome);
     if (found) return { kind: 'succeeded', externalId: found };
-    await records.recordResult({
+    const held = await records.recordResult({
       effectId: ctx.effectId,
       status: 'held',
       errorClass: 'unknown',
       error: outcome.reason,
     });
+    if (held.attempts !== undefined) run.details.attempts = held.attempts;
     run.setState('held', {
       recommendedAction: ctx.capabilities.lookup
         ? 'not found by lookup: check the target, then mark-sent (with its id) or resend (needs approval)'
@@ -267,7 +310,6 @@ export class EffectAttempt {
           ? err.cause.type
           : undefined;
       const message = errorMessage(err);
-      const attempts = this.run.details.attempts;
       log.warn('send gave up', { workflowId: workflowInfo().workflowId, type });
       const recorded = await records.recordResult({
         effectId: ctx.effectId,
@@ -275,7 +317,13 @@ export class EffectAttempt {
         errorClass: 'retryable',
         error: 'retry budget spent',
       });
-      if (!recorded.recorded && (recorded.status === 'sending' || recorded.status === 'unknown')) {
+      const attempts = recorded.attempts ?? this.run.details.attempts;
+      // The row is held already (a run a reset replaced held it): held it stays, for two people.
+      const heldElsewhere = recorded.status === 'held' && patched(ADOPT_ROW_PATCH);
+      if (
+        !recorded.recorded &&
+        (recorded.status === 'sending' || recorded.status === 'unknown' || heldElsewhere)
+      ) {
         // The last attempt may have reached the target (its row still says so): that is an unknown
         // outcome, settled by lookup or held for two people, never a plain failure to reprocess.
         return {

@@ -117,10 +117,14 @@ export async function handleEvent(event: InboundEvent): Promise<EventResult> {
       },
     );
   }
-  setHandler(statusQuery, () => ({ ...run.details, state: run.state, operatorHistory: desk.history }), {
-    description:
-      'State, step, attempts, last error class, recommended action, business key and operator history',
-  });
+  setHandler(
+    statusQuery,
+    () => ({ ...run.details, state: run.state, hold: run.hold(), operatorHistory: desk.history }),
+    {
+      description:
+        'State, step, attempts, last error class, recommended action, business key, the hold a decision answers, and operator history',
+    },
+  );
 
   /** Ends the run: its state shown and recorded in the ledger, late operator messages answered. */
   const finish = async (final: ReplyState, reason?: string): Promise<EventResult> => {
@@ -143,7 +147,12 @@ export async function handleEvent(event: InboundEvent): Promise<EventResult> {
   let first: FirstStep | undefined;
   let attempt: EffectAttempt | undefined;
   if (oneTaskSends) {
-    const admission = await bookkeeping.admitEvent({ event, workflowId, firstEffectId: uuid4() });
+    const admission = await bookkeeping.admitEvent({
+      event,
+      workflowId,
+      firstEffectId: uuid4(),
+      firstRunId: workflowInfo().firstExecutionRunId,
+    });
     if (!admission.firstTime) return finish('duplicate', DUPLICATE_REASON);
     plan = admission.plan;
     first = admission.first;

@@ -29,6 +29,13 @@ export type DecisionName = 'resolve' | 'approve' | 'reprocess';
 export interface DecisionInput {
   /** The workflow this decision is for: the seal is bound to it. */
   workflowId: string;
+  /** The decision it is (the update's name): the seal is bound to it. Left out, the codec server infers it. */
+  decision?: DecisionName;
+  /**
+   * The hold it answers (`status.hold`): the seal is bound to it, so it counts for nothing once the
+   * effect moved on. Left out, the codec server takes the workflow's current one.
+   */
+  hold?: string;
   /** `resolve` only. */
   action?: ResolveAction;
   reason: string;
@@ -89,6 +96,11 @@ export interface StatusView {
   ownerWorkflowId?: string;
   reason?: string;
   pendingResend?: { operator: string; reason: string };
+  /**
+   * What a decision answers while one awaits it (held, awaiting approval, failed): the effect and its
+   * attempts so far, `<effect id>:<attempts>`. A sealed decision is bound to it.
+   */
+  hold?: string;
   operatorHistory: OperatorDecision[];
 }
 

@@ -72,6 +72,7 @@ export class OperatorDesk {
       payload: verified.body,
       actor: verified.operator,
       requestId: verified.requestId,
+      hold: verified.hold,
     };
     if (!DECIDABLE.includes(state)) {
       const detail = `nothing awaits a decision in state ${state}`;
@@ -146,6 +147,7 @@ export class OperatorDesk {
     const verdict = DECIDABLE.includes(arrivedIn)
       ? judge(message, {
           state: before,
+          hold: this.run.hold(),
           seenRequestIds: this.seenRequestIds,
           resendRequestedBy: this.resendRequestedBy,
         })
@@ -156,18 +158,25 @@ export class OperatorDesk {
     }
     switch (verdict.action) {
       case 'mark-sent': {
-        await records.recordResult({
+        const marked = await records.recordResult({
           effectId: ctx.effectId,
           status: 'succeeded',
           externalId: verdict.externalId,
           manual: true,
         });
+        if (!marked.recorded && marked.status === 'discarded') return this.moved(entry, before, marked);
         this.run.setState('succeeded', { recommendedAction: undefined });
         await this.record(entry, 'accepted', `marked sent as ${verdict.externalId}`, before, 'succeeded');
         return { kind: 'done', state: 'succeeded', externalId: verdict.externalId };
       }
       case 'discard': {
-        await records.recordResult({ effectId: ctx.effectId, status: 'discarded', manual: true });
+        const discarded = await records.recordResult({
+          effectId: ctx.effectId,
+          status: 'discarded',
+          manual: true,
+        });
+        if (!discarded.recorded && discarded.status !== 'discarded')
+          return this.moved(entry, before, discarded);
         this.run.setState('discarded', { recommendedAction: undefined });
         await this.record(entry, 'accepted', undefined, before, 'discarded');
         this.run.details.reason = 'discarded by an operator';
@@ -203,11 +212,16 @@ export class OperatorDesk {
     ctx: EffectContext,
     before: ReplyState,
   ): Promise<Decision | undefined> {
-    const check = await records.prepareResend({ effectId: ctx.effectId, step: ctx.step });
+    const check = await records.prepareResend({
+      effectId: ctx.effectId,
+      step: ctx.step,
+      holdAttempts: this.run.details.attempts,
+    });
     if (approval) {
       this.run.details.pendingResend = undefined;
       this.resendRequestedBy = undefined;
     }
+    if (check.kind === 'moved') return this.moved(entry, before, check);
     if (check.kind === 'already-sent') {
       this.run.setState('succeeded', { recommendedAction: undefined });
       const detail = `found already sent (${check.externalId})${approval ? ': no resend' : ''}`;
@@ -222,6 +236,44 @@ export class OperatorDesk {
     this.run.setState('processing');
     await this.record(entry, 'accepted', approval ? 'resend approved' : undefined, before, 'processing');
     return { kind: 'send-again' };
+  }
+
+  /**
+   * The effect row is no longer where this run's hold says (a run a reset replaced acted on it, or
+   * an attempt is under way): the decision changes nothing, is recorded as refused, and the run
+   * takes the row's word for where the effect stands, so that the next decision answers that.
+   * @returns the end, when the row has one; else undefined: wait for a decision about the new hold.
+   */
+  private async moved(
+    entry: Entry,
+    before: ReplyState,
+    row: { status: string; attempts?: number },
+  ): Promise<Decision | undefined> {
+    const answered = this.run.hold();
+    if (row.attempts !== undefined) this.run.details.attempts = row.attempts;
+    this.run.details.pendingResend = undefined;
+    this.resendRequestedBy = undefined;
+    const since = `this decision answered hold ${answered}, but the effect has moved on (${row.status} after ${this.run.details.attempts} attempt(s))`;
+    if (row.status === 'succeeded' || row.status === 'discarded') {
+      const state = row.status;
+      this.run.setState(state, { recommendedAction: undefined });
+      await this.record(entry, 'rejected', `${since}: nothing left to decide`, before, state);
+      return { kind: 'done', state };
+    }
+    if (row.status === 'held' || row.status === 'failed') {
+      this.run.setState(row.status, {
+        recommendedAction:
+          row.status === 'held'
+            ? 'check the target, then mark-sent (with its id) or resend (needs approval)'
+            : 'see the last error; reprocess when fixed',
+      });
+      await this.record(entry, 'rejected', `${since}: decide again`, before, row.status);
+      return undefined;
+    }
+    // An attempt is under way, or its outcome not judged yet: look again once it settled.
+    if (before === 'awaiting_approval') this.run.setState('held');
+    await this.record(entry, 'rejected', `${since}: look at it again later`, before, this.run.state);
+    return undefined;
   }
 
   /**

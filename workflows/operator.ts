@@ -11,6 +11,8 @@ export interface OperatorMessage {
   /** Who decided: see above. `(missing)` when nobody is named. */
   actor: string;
   requestId?: string;
+  /** The hold its seal is bound to (absent in the histories of runs started before). */
+  hold?: string;
 }
 
 export type Verdict =
@@ -44,6 +46,8 @@ export function actionOf(message: OperatorMessage): string {
 
 export interface JudgeContext {
   state: ReplyState;
+  /** What a decision answers now (RunView.hold). */
+  hold?: string;
   seenRequestIds: ReadonlySet<string>;
   /** Who asked for the resend that awaits approval. */
   resendRequestedBy?: string;
@@ -57,6 +61,11 @@ export function judge(message: OperatorMessage, ctx: JudgeContext): Verdict {
   const { requestId } = message;
   if (requestId && ctx.seenRequestIds.has(requestId))
     return { ok: false, detail: `repeated requestId ${requestId}` };
+  if (message.hold !== undefined && message.hold !== ctx.hold)
+    return {
+      ok: false,
+      detail: `this decision answers hold ${message.hold}, but the item is ${ctx.hold ? `at hold ${ctx.hold}` : `in state ${ctx.state}`}: look at it again`,
+    };
   if (message.actor === '(missing)') {
     return {
       ok: false,

@@ -79,6 +79,17 @@ export class RunView {
     if (changed.length > 0) upsertSearchAttributes(changed as never);
   }
 
+  /**
+   * What a decision answers now, while one awaits it: the effect and its send attempts so far. A
+   * decision sealed for another hold (an earlier one, in a run a reset replaced) counts for nothing.
+   */
+  hold(): string | undefined {
+    const decidable = this.state === 'held' || this.state === 'awaiting_approval' || this.state === 'failed';
+    return decidable && this.details.effectId
+      ? `${this.details.effectId}:${this.details.attempts}`
+      : undefined;
+  }
+
   /** The effect now being worked on, shown by its business key (never its content). */
   showEffect(effect: EffectPlan): void {
     this.details.businessKey = effect.businessKey;

@@ -62,15 +62,18 @@ export type Settlement =
   | { step: 'settleFailed'; error: string }
   | { step: 'settleUnknown'; error: string };
 
-/** A recorded change: which target, and how old the effect was (for the outcome metrics). */
+/** A recorded change: which target, how old the effect was (for the outcome metrics), its attempts so far. */
 export interface Recorded {
   target: string;
   ageSeconds: number;
+  attempts: number;
 }
 
 /** The row as a resend sees it before deciding (prepareResend). */
 export interface ResendView {
   status: EffectStatus;
+  /** Send attempts so far (each lease is one): what a hold is numbered by. */
+  attempts: number;
   externalId: string | null;
   leaseExpiresAt: Date | null;
   leaseAttempt: number | null;
@@ -83,7 +86,7 @@ export interface ResendView {
 
 export type ClaimOutcome =
   | { kind: 'inserted' }
-  | { kind: 'existing'; effectId: string; status: EffectStatus; workflowId: string };
+  | { kind: 'existing'; effectId: string; status: EffectStatus; workflowId: string; attempts: number };
 
 const AGE = `EXTRACT(EPOCH FROM now() - created_at)::float8 AS age_seconds`;
 /** Statuses that hold a conversation's later sends back: the send has not been settled yet. */
@@ -104,13 +107,13 @@ export function createEffectsRepository(pool: Pool) {
     guard = '',
   ): Promise<Recorded | undefined> {
     const { from, to } = EFFECT_STEPS[step];
-    const { rows } = await pool.query<{ target: string; age_seconds: number }>(
+    const { rows } = await pool.query<{ target: string; age_seconds: number; attempts: number }>(
       `UPDATE effects SET status = '${to}', ${set ? `${set}, ` : ''}updated_at = now()
         WHERE id = $1 AND status = ANY($2::text[]) ${guard}
-        RETURNING target, ${AGE}`,
+        RETURNING target, attempts, ${AGE}`,
       [effectId, from, ...values],
     );
-    return rows[0] && { target: rows[0].target, ageSeconds: rows[0].age_seconds };
+    return rows[0] && { target: rows[0].target, ageSeconds: rows[0].age_seconds, attempts: rows[0].attempts };
   }
 
   /** How many earlier sends of the effect's conversation are still pending (0: its turn, or not ordered). */
@@ -146,12 +149,23 @@ export function createEffectsRepository(pool: Pool) {
         ],
       );
       if (inserted.rowCount === 1) return { kind: 'inserted' };
-      const { rows } = await pool.query<{ id: string; status: EffectStatus; workflow_id: string }>(
-        'SELECT id, status, workflow_id FROM effects WHERE target = $1 AND business_key = $2',
-        [input.step.target, input.businessKey],
-      );
+      const { rows } = await pool.query<{
+        id: string;
+        status: EffectStatus;
+        workflow_id: string;
+        attempts: number;
+      }>('SELECT id, status, workflow_id, attempts FROM effects WHERE target = $1 AND business_key = $2', [
+        input.step.target,
+        input.businessKey,
+      ]);
       const owner = rows[0]!;
-      return { kind: 'existing', effectId: owner.id, status: owner.status, workflowId: owner.workflow_id };
+      return {
+        kind: 'existing',
+        effectId: owner.id,
+        status: owner.status,
+        workflowId: owner.workflow_id,
+        attempts: owner.attempts,
+      };
     },
 
     /**
@@ -325,6 +339,7 @@ export function createEffectsRepository(pool: Pool) {
     async readForResend(effectId: string, consistencyDelayMs: number): Promise<ResendView | undefined> {
       const { rows } = await pool.query<{
         status: EffectStatus;
+        attempts: number;
         external_id: string | null;
         leased: boolean;
         settled: boolean;
@@ -332,7 +347,7 @@ export function createEffectsRepository(pool: Pool) {
         lease_attempt: number | null;
         created_at: Date;
       }>(
-        `SELECT status, external_id, lease_expires_at, lease_expires_at > now() AS leased, lease_attempt, created_at,
+        `SELECT status, attempts, external_id, lease_expires_at, lease_expires_at > now() AS leased, lease_attempt, created_at,
                 COALESCE(lease_expires_at + $2 * interval '1 millisecond' <= now(), true) AS settled
            FROM effects WHERE id = $1`,
         [effectId, consistencyDelayMs],
@@ -341,6 +356,7 @@ export function createEffectsRepository(pool: Pool) {
       return (
         row && {
           status: row.status,
+          attempts: row.attempts,
           externalId: row.external_id,
           leaseExpiresAt: row.lease_expires_at,
           leaseAttempt: row.lease_attempt,
@@ -353,16 +369,22 @@ export function createEffectsRepository(pool: Pool) {
 
     /**
      * Moves the row back to `retry_wait` for a resend, only if no attempt holds the lease and none
-     * took one since the row was read (`leaseAttempt` as read).
+     * took one since the row was read (`leaseAttempt` as read), nor since the hold the decision
+     * answered (`holdAttempts`, when given): one decision, at most one resend.
      * @returns whether it moved.
      */
-    async moveToRetry(effectId: string, leaseAttempt: number | null): Promise<boolean> {
+    async moveToRetry(
+      effectId: string,
+      leaseAttempt: number | null,
+      holdAttempts?: number,
+    ): Promise<boolean> {
       const moved = await move(
         effectId,
         'moveToRetry',
         '',
-        [leaseAttempt],
-        'AND (lease_expires_at IS NULL OR lease_expires_at <= now()) AND lease_attempt IS NOT DISTINCT FROM $3',
+        [leaseAttempt, holdAttempts ?? null],
+        `AND (lease_expires_at IS NULL OR lease_expires_at <= now()) AND lease_attempt IS NOT DISTINCT FROM $3
+         AND ($4::int IS NULL OR attempts = $4)`,
       );
       return moved !== undefined;
     },
@@ -411,12 +433,12 @@ export function createEffectsRepository(pool: Pool) {
       return rows[0]?.created_at;
     },
 
-    async status(effectId: string): Promise<EffectStatus | undefined> {
-      const { rows } = await pool.query<{ status: EffectStatus }>(
-        'SELECT status FROM effects WHERE id = $1',
+    async status(effectId: string): Promise<{ status: EffectStatus; attempts: number } | undefined> {
+      const { rows } = await pool.query<{ status: EffectStatus; attempts: number }>(
+        'SELECT status, attempts FROM effects WHERE id = $1',
         [effectId],
       );
-      return rows[0]?.status;
+      return rows[0];
     },
   };
 }

@@ -1,6 +1,5 @@
-// The operators table's one owner: accounts with roles and one credential each, and the single use of
-// each sealed decision. A token is shown once when it is made and stored only as its SHA-256; every
-// change to an account is an audit row. The CLI's `replyflow operator` commands, the codec server
+// The operators table's one owner: accounts with roles and one credential each. A token is shown once
+// when it is made and stored only as its SHA-256; every change to an account is an audit row. The CLI's `replyflow operator` commands, the codec server
 // (which authenticates operators before it seals) and the workflow's decision check all come here.
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { OPERATOR_ROLES, type OperatorRole } from '../model';
@@ -155,28 +154,6 @@ export function createOperatorStore(pool: Pool) {
         [hashOf(token)],
       );
       return rows[0] && account(rows[0]);
-    },
-
-    /**
-     * Marks a sealed decision's request id used by `delivery` (an update id, or the workflow's own
-     * count of signals). @returns false when another delivery used it first: a replay.
-     */
-    async useRequest(input: {
-      requestId: string;
-      workflowId: string;
-      delivery: string;
-      operator: string;
-    }): Promise<boolean> {
-      const { rows } = await pool.query<{ delivery: string }>(
-        `WITH used AS (
-           INSERT INTO decision_requests (request_id, workflow_id, delivery, operator) VALUES ($1, $2, $3, $4)
-           ON CONFLICT (request_id) DO NOTHING RETURNING delivery)
-         SELECT delivery FROM used
-         UNION ALL SELECT delivery FROM decision_requests WHERE request_id = $1
-         LIMIT 1`,
-        [input.requestId, input.workflowId, input.delivery, input.operator],
-      );
-      return rows[0]?.delivery === input.delivery;
     },
   };
 }

@@ -1,8 +1,9 @@
 // The receiver role: the HTTP server in front of Temporal. Stateless; several can run side by side.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Client, Connection, isGrpcServiceError } from '@temporalio/client';
+import { Client, Connection, isGrpcServiceError, WorkflowNotFoundError } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
+import { statusQuery } from '../../workflows/messages';
 import { type Config, sandboxSecrets } from '../config';
 import { createSignedBodiesStore } from '../db/github-signed-bodies';
 import type { Pool } from '../db/pool';
@@ -65,7 +66,13 @@ export async function startReceiver(options: {
   let selfUrl = '';
   // The codec server: payloads decrypted, and decisions sealed, for authenticated operators only.
   const codecServer = codecRouter(
-    codecServerOptions(config, options.encryptionKey, pool, logger.child({ role: 'codec' })),
+    codecServerOptions(
+      config,
+      options.encryptionKey,
+      pool,
+      (workflowId) => workflowStatus(client, workflowId),
+      logger.child({ role: 'codec' }),
+    ),
   );
   const sandbox = sandboxSecrets(config);
   const sandboxRoutes = sandbox
@@ -137,6 +144,22 @@ export async function startReceiver(options: {
       await calls.close();
     },
   };
+}
+
+/** How long the codec server waits for a workflow's status when it binds a decision to its hold. */
+const STATUS_DEADLINE_MS = 5000;
+
+/** A workflow's state and hold (its `status` query), or undefined when there is no such workflow. */
+async function workflowStatus(client: Client, workflowId: string) {
+  try {
+    const status = await client.withDeadline(Date.now() + STATUS_DEADLINE_MS, () =>
+      client.workflow.getHandle(workflowId).query(statusQuery),
+    );
+    return { state: status.state, hold: status.hold };
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return undefined;
+    throw err;
+  }
 }
 
 /**

@@ -30,7 +30,15 @@ const ALLOWED_HEADERS = ['content-type', 'x-namespace', 'authorization', 'author
 /** History batches can hold many payloads of up to 2 MB each (Temporal's blob limit). */
 const BODY_LIMIT = '16mb';
 /** What a decision may carry (workflows/messages.ts `DecisionInput`); `seal` is replaced by ours. */
-const DECISION_FIELDS = ['workflowId', 'action', 'reason', 'externalId', 'seal'];
+const DECISION_FIELDS = ['workflowId', 'decision', 'hold', 'action', 'reason', 'externalId', 'seal'];
+/** The decisions a seal can be made for (the names of their updates and signals). */
+const DECISIONS = ['resolve', 'approve', 'reprocess'];
+
+/**
+ * What a workflow shows of itself (its `status` query): its state and the hold a decision would
+ * answer, if one awaits it. `undefined`: no such workflow.
+ */
+export type StatusLookup = (workflowId: string) => Promise<{ state: string; hold?: string } | undefined>;
 
 /**
  * Failed token checks (sign-in form, bearer tokens) one source address may make per
@@ -129,6 +137,11 @@ export interface CodecServerOptions {
   sessions: CodecSessionStore;
   /** Browser origins allowed to call (the Web UI's); requests from others get no CORS headers. */
   corsOrigins: string[];
+  /**
+   * Reads a workflow's state and hold, to bind a decision whose body does not name its decision or
+   * hold (what an operator types in the Web UI) to what the workflow awaits now.
+   */
+  statusOf: StatusLookup;
   /** Mark the session cookie `Secure` even where the request did not arrive over TLS. @default false */
   cookieSecure?: boolean;
   /** How long a browser login lasts. @default 12 hours */
@@ -141,12 +154,14 @@ export function codecServerOptions(
   config: Config,
   encryptionKey: string,
   pool: Pool,
+  statusOf: StatusLookup,
   logger: Logger,
 ): CodecServerOptions {
   return {
     codec: payloadCodec(encryptionKey, keyring(config)),
     gate: new OperatorGate(createOperatorStore(pool)),
     sessions: createCodecSessionStore(pool),
+    statusOf,
     corsOrigins:
       config.CODEC_CORS_ORIGINS.length > 0 ? config.CODEC_CORS_ORIGINS : uiOrigins(config.TEMPORAL_UI_URL),
     cookieSecure: config.CODEC_COOKIE_SECURE,
@@ -234,6 +249,11 @@ class NotADecisionError extends Error {
   override name = 'NotADecisionError';
 }
 
+/** Thrown when the workflow's status, needed to bind a decision to its hold, cannot be read now. */
+class StatusUnavailableError extends Error {
+  override name = 'StatusUnavailableError';
+}
+
 /** The decision a payload carries: a json/plain JSON object with a workflowId and only a decision's fields. */
 function decisionOf(payload: Payload, index: number): Record<string, unknown> & { workflowId: string } {
   const at = `payload ${index + 1}`;
@@ -250,12 +270,83 @@ function decisionOf(payload: Payload, index: number): Record<string, unknown> & 
     throw new NotADecisionError(`${at} is not one JSON object`);
   const fields = Object.entries(body as Record<string, unknown>);
   if (fields.some(([key]) => !DECISION_FIELDS.includes(key)))
-    throw new NotADecisionError(`${at} has fields other than ${DECISION_FIELDS.slice(0, 4).join(', ')}`);
+    throw new NotADecisionError(`${at} has fields other than ${DECISION_FIELDS.slice(0, -1).join(', ')}`);
   if (fields.some(([key, value]) => key !== 'seal' && typeof value !== 'string'))
     throw new NotADecisionError(`${at}: every field of a decision is a string`);
   const { seal: _replaced, ...decision } = body as Record<string, string>;
   if (!decision.workflowId) throw new NotADecisionError(`${at} has no workflowId`);
   return decision as Record<string, unknown> & { workflowId: string };
+}
+
+/** The decision a body is: the one it names, else `resolve` when it carries an action, else what the state awaits. */
+function decisionFor(body: Record<string, unknown>, state: string | undefined, at: string): string {
+  if (body.decision !== undefined) return body.decision as string;
+  if (body.action !== undefined) return 'resolve';
+  if (state === 'awaiting_approval') return 'approve';
+  if (state === 'failed') return 'reprocess';
+  throw new NotADecisionError(
+    `${at}: say which decision it is ("decision": "resolve", "approve" or "reprocess"), or give the "action" of a resolve`,
+  );
+}
+
+/**
+ * Seals decisions for an authenticated operator (fresh request id, issued now, the current key),
+ * each bound to its workflow, its decision and the hold it answers: as the body names them, else as
+ * the workflow's status shows them now. @returns the sealed bodies as json/plain payloads.
+ * @throws NotADecisionError for anything that is not a decision; StatusUnavailableError when the
+ * status is needed and cannot be read.
+ */
+export function decisionSealer(options: Pick<CodecServerOptions, 'codec' | 'statusOf' | 'logger'>) {
+  const { codec, statusOf, logger } = options;
+  return async (payloads: Payload[], account: OperatorAccount): Promise<Payload[]> => {
+    const sealed: Payload[] = [];
+    for (const [index, payload] of payloads.entries()) {
+      const at = `payload ${index + 1}`;
+      const body = decisionOf(payload, index);
+      if (body.decision !== undefined && !DECISIONS.includes(body.decision as string))
+        throw new NotADecisionError(`${at}: decision must be one of ${DECISIONS.join(', ')}`);
+      const named = body.hold !== undefined && (body.decision !== undefined || body.action !== undefined);
+      const status = named ? undefined : await readStatus(body.workflowId);
+      const decision = decisionFor(body, status?.state, at);
+      const hold = (body.hold as string | undefined) ?? status?.hold;
+      if (!hold)
+        throw new NotADecisionError(
+          `${body.workflowId} awaits no decision (state ${status?.state ?? 'unknown'}): nothing to seal`,
+        );
+      const sealedBody = sealDecision(
+        body,
+        {
+          operator: account.name,
+          credentialId: account.credentialId,
+          workflowId: body.workflowId,
+          decision,
+          hold,
+          requestId: randomUUID(),
+          issuedAt: Date.now(),
+        },
+        codec.currentKey,
+      );
+      sealed.push({
+        metadata: { [METADATA_ENCODING_KEY]: new TextEncoder().encode('json/plain') },
+        data: new TextEncoder().encode(JSON.stringify(sealedBody)),
+      });
+    }
+    logger.info({ operator: account.name, decisions: sealed.length }, 'codec: decisions sealed');
+    return sealed;
+  };
+
+  async function readStatus(workflowId: string) {
+    let status: Awaited<ReturnType<StatusLookup>>;
+    try {
+      status = await statusOf(workflowId);
+    } catch (err) {
+      throw new StatusUnavailableError(
+        `cannot read ${workflowId}'s status to bind the decision to the hold it answers (${errorMessage(err)}); try again`,
+      );
+    }
+    if (!status) throw new NotADecisionError(`no running workflow ${workflowId}`);
+    return status;
+  }
 }
 
 export function codecRouter(options: CodecServerOptions): express.Router {
@@ -363,9 +454,13 @@ export function codecRouter(options: CodecServerOptions): express.Router {
       try {
         converted =
           operation === 'encode'
-            ? await codec.encode(sealAll(payloads, account))
+            ? await codec.encode(await sealDecisions(payloads, account))
             : await codec.decode(payloads);
       } catch (err) {
+        if (err instanceof StatusUnavailableError) {
+          logger.warn({ operator: account.name, err: err.message }, 'codec: cannot bind a decision now');
+          return void res.status(503).set('Retry-After', '5').json({ error: err.message });
+        }
         if (err instanceof NotADecisionError) {
           logger.warn({ operator: account.name, err: err.message }, 'codec: refused to encode');
           return void res
@@ -380,30 +475,6 @@ export function codecRouter(options: CodecServerOptions): express.Router {
     },
   );
 
-  /** Each decision sealed for `account` (fresh request id, issued now, the current key) as json/plain. */
-  function sealAll(payloads: Payload[], account: OperatorAccount): Payload[] {
-    const sealed = payloads.map((payload, index) => {
-      const decision = decisionOf(payload, index);
-      const body = sealDecision(
-        decision,
-        {
-          operator: account.name,
-          credentialId: account.credentialId,
-          workflowId: decision.workflowId,
-          requestId: randomUUID(),
-          issuedAt: Date.now(),
-        },
-        codec.currentKey,
-      );
-      return {
-        metadata: { [METADATA_ENCODING_KEY]: new TextEncoder().encode('json/plain') },
-        data: new TextEncoder().encode(JSON.stringify(body)),
-      };
-    });
-    logger.info({ operator: account.name, decisions: sealed.length }, 'codec: decisions sealed');
-    return sealed;
-  }
-
   /**
    * Secure when configured (CODEC_COOKIE_SECURE) or when the request came over TLS, directly or as a
    * trusted proxy says (TRUST_PROXY): a client's own X-Forwarded-Proto is never believed.
@@ -416,6 +487,7 @@ export function codecRouter(options: CodecServerOptions): express.Router {
     secure: Boolean(options.cookieSecure) || req.secure,
   });
 
+  const sealDecisions = decisionSealer(options);
   router.get(`${CODEC_PATH}/login`, async (req: Request, res: Response) => {
     const account = await sessionOperator(req).catch(() => undefined);
     res

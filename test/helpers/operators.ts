@@ -12,6 +12,7 @@ import {
   type DecisionName,
   reprocessUpdate,
   resolveUpdate,
+  statusQuery,
 } from '../../workflows/messages';
 import { database, TEST_ENCRYPTION_KEY } from './servers';
 import { uniqueId } from './system';
@@ -46,6 +47,10 @@ export interface SealOptions {
   key?: string;
   /** Another workflow to bind it to than the body's. */
   sealedFor?: string;
+  /** The decision it is sealed as (default: `resolve` with an action, else `approve`). */
+  decision?: DecisionName;
+  /** The hold it answers (default: one no workflow has, for decisions refused before that matters). */
+  hold?: string;
 }
 
 /** `body` for `workflowId`, sealed for `operator` as the codec server would. */
@@ -60,6 +65,8 @@ export function sealFor(
       operator: operator.name,
       credentialId: operator.credentialId,
       workflowId: options.sealedFor ?? body.workflowId,
+      decision: options.decision ?? body.decision ?? (body.action ? 'resolve' : 'approve'),
+      hold: options.hold ?? body.hold ?? 'unbound:0',
       requestId: options.requestId ?? randomUUID(),
       issuedAt: options.issuedAt ?? Date.now(),
     },
@@ -69,14 +76,18 @@ export function sealFor(
 
 const UPDATES = { resolve: resolveUpdate, approve: approveUpdate, reprocess: reprocessUpdate };
 
-/** Executes a sealed decision as an update: @returns the workflow's verdict (`Accepted: …` / `Rejected: …`). */
-export function decide(
+/**
+ * Executes a sealed decision as an update, bound (as the codec server binds it) to the hold the
+ * workflow shows now: @returns the workflow's verdict (`Accepted: …` / `Rejected: …`).
+ */
+export async function decide(
   handle: WorkflowHandle,
   operator: TestOperator,
   decision: DecisionName,
   body: Omit<DecisionInput, 'seal' | 'workflowId'>,
 ): Promise<string> {
-  const sealed = sealFor(operator.account, { ...body, workflowId: handle.workflowId });
+  const { hold } = await handle.query(statusQuery);
+  const sealed = sealFor(operator.account, { ...body, workflowId: handle.workflowId }, { decision, hold });
   return handle.executeUpdate(UPDATES[decision], { args: [sealed] });
 }
 

@@ -81,8 +81,10 @@ describe('codec server: operators decode, and encode only sealed decisions (rece
     });
   const encrypted = async (value: unknown) =>
     toJson(await codec.encode([Payload.fromObject(jsonPayload(value))]));
+  /** A decision that names its hold, so that the codec server need not ask the (absent) workflow. */
   const decision = (workflowId = `webhook:sandbox:${uniqueId('evt_')}`) => ({
     workflowId,
+    hold: `${uniqueId('e')}:1`,
     action: 'mark-sent',
     reason: 'found it',
     externalId: 'ext-1',

@@ -172,11 +172,15 @@ describe('operator decisions an attacker cannot make (dev server, PostgreSQL, th
       await decide(item.handle, dana, 'resolve', { action: 'resend', reason: 'nothing arrived' }),
       'Accepted: awaiting approval',
     );
-    const selfApproval = sealFor(dana.account, {
-      workflowId: item.handle.workflowId,
-      reason: 'looks fine',
-      ...({ approver: bob.account.name } as object),
-    } as DecisionInput);
+    const selfApproval = sealFor(
+      dana.account,
+      {
+        workflowId: item.handle.workflowId,
+        reason: 'looks fine',
+        ...({ approver: bob.account.name } as object),
+      } as DecisionInput,
+      { hold: (await item.handle.query(statusQuery)).hold },
+    );
     const verdict = await item.handle.executeUpdate('approve', { args: [selfApproval] });
     assert.equal(
       verdict,

@@ -1,0 +1,94 @@
+// The events table's one owner (the event ledger): the dedupe key that outlives Temporal's retention,
+// which run chain an event belongs to, and each event's outcome.
+import type { Pool } from './pool';
+
+/** The fields of an inbound event the ledger keeps (never its content). */
+export interface LedgerEvent {
+  provider: string;
+  eventId: string;
+  workflowId: string;
+  eventType: string;
+  occurredAt?: string;
+  receivedAt: string;
+  correlationId: string;
+  redelivery?: unknown;
+}
+
+/** What recording an event found. */
+export type LedgerEntry =
+  /** Recorded now, or by an earlier attempt of this run. */
+  | { kind: 'new' }
+  /**
+   * Recorded by an earlier run of this run's chain (a reset or continue-as-new replaced it): this run
+   * carries on with the event, from what that run left (`outcome`: how it ended, if it did).
+   */
+  | { kind: 'rerun'; outcome: string | null; reason: string | null }
+  /** Recorded by a run of another chain: processed before (redelivered after Temporal's retention). */
+  | { kind: 'processed' };
+
+export interface EventOutcome {
+  provider: string;
+  eventId: string;
+  outcome: string;
+  reason?: string;
+}
+
+export function createEventLedger(pool: Pool) {
+  return {
+    /**
+     * Inserts the event for run `runId` (first of its chain: `firstRunId`). Found from an earlier run
+     * of the same chain, the row is handed to this run, so that only this run writes its outcome.
+     */
+    async record(event: LedgerEvent, runId: string, firstRunId?: string): Promise<LedgerEntry> {
+      const inserted = await pool.query(
+        `INSERT INTO events (provider, event_id, workflow_id, run_id, first_run_id, event_type, occurred_at, received_at, correlation_id, redelivery)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+         ON CONFLICT (provider, event_id) DO NOTHING`,
+        [
+          event.provider,
+          event.eventId,
+          event.workflowId,
+          runId,
+          firstRunId ?? runId,
+          event.eventType,
+          event.occurredAt ?? null,
+          event.receivedAt,
+          event.correlationId,
+          event.redelivery ? JSON.stringify(event.redelivery) : null,
+        ],
+      );
+      if (inserted.rowCount === 1) return { kind: 'new' };
+      const { rows } = await pool.query<{ run_id: string; first_run_id: string | null }>(
+        'SELECT run_id, first_run_id FROM events WHERE provider = $1 AND event_id = $2',
+        [event.provider, event.eventId],
+      );
+      const row = rows[0];
+      if (row?.run_id === runId) return { kind: 'new' };
+      // Rows recorded before chains were: their run was the first of its chain.
+      if (!row || !firstRunId || (row.first_run_id ?? row.run_id) !== firstRunId)
+        return { kind: 'processed' };
+      const handed = await pool.query<{ outcome: string | null; outcome_reason: string | null }>(
+        `WITH earlier AS (
+           SELECT outcome, outcome_reason FROM events
+            WHERE provider = $1 AND event_id = $2 AND run_id = $5 FOR UPDATE)
+         UPDATE events e SET run_id = $3, first_run_id = $4, outcome = NULL, outcome_reason = NULL, completed_at = NULL
+           FROM earlier WHERE e.provider = $1 AND e.event_id = $2 AND e.run_id = $5
+         RETURNING earlier.outcome, earlier.outcome_reason`,
+        [event.provider, event.eventId, runId, firstRunId, row.run_id],
+      );
+      const earlier = handed.rows[0];
+      // Another run of the chain took it over first: the one that did carries on.
+      if (!earlier) return { kind: 'processed' };
+      return { kind: 'rerun', outcome: earlier.outcome, reason: earlier.outcome_reason };
+    },
+
+    /** Writes the final state of run `runId`'s event (never over another run's). */
+    async writeOutcome(input: EventOutcome, runId: string): Promise<void> {
+      await pool.query(
+        `UPDATE events SET outcome = $3, outcome_reason = $4, completed_at = now()
+          WHERE provider = $1 AND event_id = $2 AND run_id = $5`,
+        [input.provider, input.eventId, input.outcome, input.reason ?? null, runId],
+      );
+    },
+  };
+}
