@@ -149,7 +149,7 @@ export const configSchema = z.object({
   TEMPORAL_NAMESPACE: z.string().default('default'),
   TEMPORAL_TASK_QUEUE: z.string().default('replyflow'),
   TEMPORAL_UI_PORT: port.default(8233),
-  /** gRPC port of the dev server `replyflow start` embeds (and the CLI then talks to). */
+  /** gRPC port of the dev server `replyflow start` embeds. */
   TEMPORAL_DEV_PORT: port.default(7233),
   /**
    * Connection security for TEMPORAL_ADDRESS, named as in Temporal's own client environment

@@ -1,5 +1,5 @@
 // The codec server (Temporal's remote codec protocol), for operators only: POST /codec/decode shows a
-// logged-in operator the decrypted payloads (Web UI, `temporal` CLI, replyflow CLI); POST /codec/encode
+// logged-in operator the decrypted payloads (Web UI, `temporal` CLI); POST /codec/encode
 // seals and encrypts operator decisions, and nothing else, for the operator it authenticated
 // (src/decision-seal.ts), so that who decided is proven and nobody can encrypt other workflow input
 // through it (starting workflows is the receiver's job alone). Operators authenticate on every call:
@@ -25,7 +25,7 @@ import type { AesGcmPayloadCodec } from './codec';
 export const CODEC_PATH = '/codec';
 /** The browser session cookie set by /codec/login: the Web UI sends it when "include credentials" is on. */
 export const SESSION_COOKIE = 'replyflow_codec';
-/** Request headers the Web UI and the CLI send to a codec server. */
+/** Request headers the Web UI and the `temporal` CLI send to a codec server. */
 const ALLOWED_HEADERS = ['content-type', 'x-namespace', 'authorization', 'authorization-extras'];
 /** History batches can hold many payloads of up to 2 MB each (Temporal's blob limit). */
 const BODY_LIMIT = '16mb';
@@ -245,12 +245,12 @@ function cookieValue(req: Request, name: string): string | undefined {
 }
 
 /** Thrown for a payload /codec/encode will not seal; the message names the problem, never the content. */
-class NotADecisionError extends Error {
+export class NotADecisionError extends Error {
   override name = 'NotADecisionError';
 }
 
 /** Thrown when the workflow's status, needed to bind a decision to its hold, cannot be read now. */
-class StatusUnavailableError extends Error {
+export class StatusUnavailableError extends Error {
   override name = 'StatusUnavailableError';
 }
 
