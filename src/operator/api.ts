@@ -151,7 +151,10 @@ export function operatorApi(options: OperatorApiOptions): OperatorApi {
   ): Promise<string> {
     if (account.roles.includes(role)) return account.name;
     await recordAction(pool, { actor: account.name, ...refusal, result: NOT_PERMITTED });
-    logger.info({ operator: account.name, role, action: refusal.action }, 'operator API: not permitted');
+    logger.info(
+      { operator: account.name, needs: role, action: refusal.action },
+      'operator API: not permitted',
+    );
     throw new NotPermittedError(account.name, role);
   }
 
