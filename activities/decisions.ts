@@ -103,7 +103,7 @@ export function decisionActivities({ operators, payloadKeys, pool }: ActivityDep
         );
       if (claims.decision !== input.decision)
         return refuse(
-          `sealed as a ${claims.decision.slice(0, 40)} decision, delivered as ${input.decision}`,
+          `sealed for ${claims.decision.slice(0, 40)}, delivered as ${input.decision}`,
           claims.operator,
         );
       // The run is part of the delivery: Temporal re-delivers updates and signals into the new run a

@@ -1,20 +1,11 @@
 // What operators see: alerts for held and failed work, and the append-only audit log.
+import { type AuditRow, createAuditLog } from '../src/db/audit-log';
 import type { ActivityDeps, Alert } from './deps';
 
-export interface AuditRow {
-  actor: string;
-  approver?: string;
-  action: string;
-  workflowId: string;
-  businessKey?: string;
-  stateBefore?: string;
-  stateAfter?: string;
-  reason?: string;
-  result: string;
-  requestId?: string;
-}
+export type { AuditRow } from '../src/db/audit-log';
 
 export function operationsActivities({ pool, notify }: ActivityDeps) {
+  const auditLog = createAuditLog(pool);
   return {
     async alert(alert: Alert): Promise<void> {
       await notify(alert);
@@ -26,22 +17,12 @@ export function operationsActivities({ pool, notify }: ActivityDeps) {
     },
 
     async writeAudit(row: AuditRow): Promise<void> {
-      await pool.query(
-        `INSERT INTO audit_log (actor, approver, action, workflow_id, business_key, state_before, state_after, reason, result, request_id)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-        [
-          row.actor,
-          row.approver ?? null,
-          row.action,
-          row.workflowId,
-          row.businessKey ?? null,
-          row.stateBefore ?? null,
-          row.stateAfter ?? null,
-          row.reason ?? null,
-          row.result,
-          row.requestId ?? null,
-        ],
-      );
+      await auditLog.append([row]);
+    },
+
+    /** Many rows at once: the refusals a workflow judged without an activity, written in one task. */
+    async writeAudits(rows: AuditRow[]): Promise<void> {
+      await auditLog.append(rows);
     },
   };
 }

@@ -131,6 +131,7 @@ export class EffectAttempt {
       if (prepared.done === 'succeeded') this.run.settled({ businessKey, effectId: ctx.effectId });
       return prepared.done;
     }
+    ctx.body = prepared.body;
     let gatherUntil = this.gatherUntil(policy);
     const local = this.path === 'local';
     const send = sender(
@@ -194,6 +195,8 @@ export class EffectAttempt {
   private async prepareBody(ctx: EffectContext): Promise<{ body: SendInput['body'] } | { done: ReplyState }> {
     const { step } = ctx;
     if (step.content.kind === 'payload') return { body: { json: step.content.body } };
+    const resumed = this.desk.resumedBody(ctx.effectId);
+    if (resumed) return { body: resumed };
     const answering = this.oneTaskSends && this.plan.responderIsLocal ? localResponder : responder;
     for (;;) {
       try {

@@ -1,5 +1,5 @@
 // What every part of the event workflow needs to know about the effect step in hand, passed as one.
-import type { DeliveryPolicy, StepPlan, TargetCapabilities } from '../src/model';
+import type { DeliveryPolicy, SendInput, StepPlan, TargetCapabilities } from '../src/model';
 
 export interface EffectContext {
   /** The claimed row in `effects`: its id is also the idempotency key and the lookup reference. */
@@ -9,6 +9,8 @@ export interface EffectContext {
   businessKey: string;
   policy: DeliveryPolicy;
   capabilities: TargetCapabilities;
+  /** What every attempt sends, once prepared (a run that continues as new hands it on). */
+  body?: SendInput['body'];
 }
 
 /** How a held or failed item ended, or that an operator sent it on its way again. */

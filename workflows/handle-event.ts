@@ -7,6 +7,7 @@ import {
   ApplicationFailure,
   allHandlersFinished,
   condition,
+  continueAsNew,
   currentUpdateInfo,
   patched,
   type SignalDefinition,
@@ -35,7 +36,7 @@ import {
   yourTurnSignal,
 } from './messages';
 import { unsealedSignal } from './operator';
-import { OperatorDesk, ParkExpired } from './operator-desk';
+import { OperatorDesk, ParkExpired, type Resumed } from './operator-desk';
 import { type EventResult, RunView } from './run-view';
 import { TurnClient } from './turn-client';
 
@@ -61,10 +62,16 @@ function inputRefusal(event: unknown): string | undefined {
   return undefined;
 }
 
-export async function handleEvent(event: InboundEvent): Promise<EventResult> {
+/**
+ * @param resumed what a run of this workflow that waited for a decision handed on when it continued
+ * as new (its history had grown long): the new run carries on with the event and finds the effect
+ * row as that run left it.
+ */
+export async function handleEvent(event: InboundEvent, resumed?: Resumed): Promise<EventResult> {
   // Only the receiver starts event workflows, with an input encrypted by a known key; a plaintext
   // start (anyone with access to Temporal) fails here, before anything is recorded or sent.
-  const refusal = inputRefusal(event);
+  const refusal =
+    inputRefusal(event) ?? (isRefusedPayload(resumed) ? resumed.replyflowRefusedPayload : undefined);
   if (refusal)
     throw ApplicationFailure.nonRetryable(`event input refused: ${refusal}`, Failure.PayloadRefused);
   // Each patch a run records costs a marker and an upsert of TemporalChangeVersion (the SDK's): new
@@ -76,7 +83,9 @@ export async function handleEvent(event: InboundEvent): Promise<EventResult> {
   const run = new RunView(
     oneTaskSends ? { ReplyState: 'received', ConversationId: event.conversation?.id } : undefined,
   );
-  const desk = new OperatorDesk(run);
+  const desk = new OperatorDesk(run, resumed, (handedOn) =>
+    continueAsNew<typeof handleEvent>(event, handedOn),
+  );
   const line = oneTaskSends ? new ConversationLine() : new TurnClient(workflowId, bookkeeping);
 
   if (line instanceof ConversationLine) setHandler(yourTurnSignal, () => line.onOffered());
@@ -137,6 +146,7 @@ export async function handleEvent(event: InboundEvent): Promise<EventResult> {
         reason,
       });
     await desk.rejectStray();
+    await desk.auditsWritten();
     await condition(allHandlersFinished);
     return run.result(final, reason);
   };

@@ -1,13 +1,47 @@
 // The operator desk of one event workflow: operator messages queue in its inbox; while the effect is
 // held or failed it alerts, reminds, and applies each message the judge (workflows/operator.ts)
-// accepts; every message, accepted or not, is recorded in the status view and the audit log.
-import { condition, log, workflowInfo } from '@temporalio/workflow';
+// accepts; every message, accepted or not, is recorded in the status view and the audit log. A wait
+// whose history grows long (a flood of messages nobody can have sealed) goes on in a new run.
+import { allHandlersFinished, condition, log, patched, workflowInfo } from '@temporalio/workflow';
+import type { AuditRow } from '../activities/operations';
 import { errorMessage } from '../src/failures';
+import type { SendInput } from '../src/model';
 import { alerts, records } from './activity-stubs';
 import type { Decision, EffectContext, Settled } from './effect-context';
 import type { DecisionName, OperatorDecision, ReplyState } from './messages';
-import { actionOf, judge, type OperatorMessage } from './operator';
+import { actionOf, judge, type OperatorMessage, unverifiable } from './operator';
 import type { RunView } from './run-view';
+
+/**
+ * Runs started since: a decision whose payload cannot carry a seal (plaintext, unsealed) is refused
+ * without the seal check's activity and audited in batches, so a flood of them costs the history
+ * about one event each; and a wait whose history Temporal finds long continues as new.
+ */
+const CHEAP_REFUSALS_PATCH = 'cheap-refusals';
+/** How many audit rows one batch writes. */
+const AUDIT_BATCH = 100;
+/** How much of the operator history a run hands on when it continues as new. */
+const HANDED_HISTORY = 50;
+/** How long a run that must continue as new waits for running handlers first. */
+const HANDLERS_GRACE_MS = 30_000;
+
+/**
+ * What a run waiting for a decision hands to the run it continues as new in: the wait goes on where
+ * it was (the same reminders, park time, pending resend and body), the effect row says the rest.
+ */
+export interface Resumed {
+  /** The effect the decision is about. */
+  effectId: string;
+  /** The body prepared for it, so that the responder is not asked again. */
+  body?: SendInput['body'];
+  reminders: number;
+  /** When the next reminder is due, or failed work stops waiting (ms since the epoch). */
+  nextReminderAt?: number;
+  parkedUntil?: number;
+  pendingResend?: { operator: string; reason: string };
+  /** The latest part of the operator history, for the status query. */
+  operatorHistory: OperatorDecision[];
+}
 
 /** Failed work nobody reprocessed or discarded within the policy's park time. */
 export class ParkExpired extends Error {
@@ -33,8 +67,28 @@ export class OperatorDesk {
   /** Who asked for the resend that awaits approval. */
   private resendRequestedBy?: string;
   private signalsReceived = 0;
+  /** Audit rows of refusals judged without an activity, written in batches in the background. */
+  private readonly pendingAudits: AuditRow[] = [];
+  private writingAudits?: Promise<void>;
+  /** Whether a long history makes this run continue as new; undefined until it first got long. */
+  private continuing?: boolean;
 
-  constructor(private readonly run: RunView) {}
+  /**
+   * @param resumed what the run this one continues handed on, if any.
+   * @param continueAsNew ends this run, continuing it as new with what it hands on.
+   */
+  constructor(
+    private readonly run: RunView,
+    private resumed?: Resumed,
+    private readonly continueAsNew?: (resumed: Resumed) => Promise<never>,
+  ) {
+    if (resumed) this.history.push(...resumed.operatorHistory);
+  }
+
+  /** The body the run this one continues had prepared for the effect, if it is this one. */
+  resumedBody(effectId: string): SendInput['body'] | undefined {
+    return this.resumed?.effectId === effectId ? this.resumed.body : undefined;
+  }
 
   /**
    * A decision, by update or signal: its seal is verified (and its single use recorded) by an
@@ -44,6 +98,17 @@ export class OperatorDesk {
    * @returns the verdict, `Accepted: …` or `Rejected: …`.
    */
   async decide(signal: DecisionName, payload: unknown, delivery: string): Promise<string> {
+    const refusal = unverifiable(payload);
+    if (refusal !== undefined && patched(CHEAP_REFUSALS_PATCH)) {
+      const raw = (payload ?? {}) as { action?: unknown };
+      const message: OperatorMessage = {
+        signal,
+        payload: { action: typeof raw.action === 'string' ? raw.action.slice(0, 40) : undefined },
+        actor: '(unverified)',
+      };
+      const state = this.run.state;
+      return this.record({ message, arrivedIn: state }, 'rejected', refusal, state, state, 'batched');
+    }
     const verified = await records.verifyDecision({
       decision: signal,
       payload,
@@ -101,16 +166,31 @@ export class OperatorDesk {
    * @throws ParkExpired when failed work was left alone that long.
    */
   async awaitDecision(waitingIn: Waiting, ctx: EffectContext): Promise<Decision> {
-    await this.alert(waitingIn, ctx.businessKey, 0);
-    let reminders = 0;
-    const parkedUntil = Date.now() + ctx.policy.failedParkMs;
+    const resumed = this.resumed?.effectId === ctx.effectId ? this.resumed : undefined;
+    this.resumed = undefined;
+    if (resumed?.pendingResend) {
+      this.resendRequestedBy = resumed.pendingResend.operator;
+      this.run.setState('awaiting_approval', {
+        pendingResend: resumed.pendingResend,
+        recommendedAction: 'a different operator approves the resend (the approve update)',
+      });
+    }
+    // The run this one continues alerted already.
+    if (!resumed) await this.alert(waitingIn, ctx.businessKey, 0);
+    let reminders = resumed?.reminders ?? 0;
+    const parkedUntil = resumed?.parkedUntil ?? Date.now() + ctx.policy.failedParkMs;
+    // A resumed wait keeps the reminder it was waiting for.
+    let resumedTimeout =
+      resumed?.nextReminderAt === undefined ? undefined : resumed.nextReminderAt - Date.now();
     const { reminderScheduleMs } = ctx.policy;
     for (;;) {
       const timeout =
         this.run.state === 'failed'
           ? parkedUntil - Date.now()
-          : reminderScheduleMs[Math.min(reminders, reminderScheduleMs.length - 1)]!;
-      if (!(await condition(() => this.inbox.length > 0, Math.max(timeout, 1)))) {
+          : (resumedTimeout ?? reminderScheduleMs[Math.min(reminders, reminderScheduleMs.length - 1)]!);
+      resumedTimeout = undefined;
+      const dueAt = Date.now() + timeout;
+      if (!(await condition(() => this.inbox.length > 0 || this.mayContinue(), Math.max(timeout, 1)))) {
         if (this.run.state === 'failed') {
           this.run.details.reason = 'nobody reprocessed or discarded it in time';
           throw new ParkExpired(
@@ -121,9 +201,59 @@ export class OperatorDesk {
         await this.alert('reminder', ctx.businessKey, reminders);
         continue;
       }
+      if (this.inbox.length === 0) {
+        // Woken by a long history with nothing to judge: go on in a new run, or wait on as before.
+        if (this.continueAllowed())
+          await this.continueAsNewNow(ctx, { reminders, parkedUntil, nextReminderAt: dueAt });
+        resumedTimeout = dueAt - Date.now();
+        continue;
+      }
       const decision = await this.judgeNext(ctx);
       if (decision) return decision;
     }
+  }
+
+  /**
+   * When Temporal finds this run's history long (it suggests continuing as new: thousands of events,
+   * what a flood of messages can cause), and no decision is waiting to be judged, the wait goes on in
+   * a new run, so that no flood reaches the history limit that would end a held item. Handlers still
+   * running get a grace period to finish; the new run finds the effect row as this one left it.
+   */
+  private mayContinue(): boolean {
+    return (
+      this.continueAsNew !== undefined &&
+      this.continuing !== false &&
+      this.inbox.length === 0 &&
+      workflowInfo().continueAsNewSuggested
+    );
+  }
+
+  /** Whether this run continues as new (asked once: runs started before this never do). */
+  private continueAllowed(): boolean {
+    this.continuing ??= patched(CHEAP_REFUSALS_PATCH);
+    return this.continuing;
+  }
+
+  /** Ends this run, handing the wait on to a new one, once handlers finished or the grace is over. */
+  private async continueAsNewNow(
+    ctx: EffectContext,
+    wait: Pick<Resumed, 'reminders' | 'parkedUntil' | 'nextReminderAt'>,
+  ): Promise<void> {
+    await condition(() => allHandlersFinished() || this.inbox.length > 0, HANDLERS_GRACE_MS);
+    if (this.inbox.length > 0) return;
+    await this.auditsWritten();
+    await this.continueAsNew!({
+      effectId: ctx.effectId,
+      body: ctx.body,
+      ...wait,
+      pendingResend: this.run.state === 'awaiting_approval' ? this.run.details.pendingResend : undefined,
+      operatorHistory: this.history.slice(-HANDED_HISTORY),
+    });
+  }
+
+  /** Resolves once every batched audit row is written. */
+  async auditsWritten(): Promise<void> {
+    while (this.writingAudits) await this.writingAudits;
   }
 
   /** Messages that arrive while nothing awaits a decision change nothing, and are recorded so. */
@@ -286,6 +416,7 @@ export class OperatorDesk {
     detail: string | undefined,
     before: ReplyState,
     after: ReplyState,
+    audit: 'now' | 'batched' = 'now',
   ): Promise<string> {
     const { message } = entry;
     const { requestId } = message;
@@ -305,7 +436,7 @@ export class OperatorDesk {
       stateAfter: after,
     };
     this.history.push(decision);
-    await records.writeAudit({
+    const row: AuditRow = {
       actor: decision.actor,
       approver: message.signal === 'approve' ? decision.actor : undefined,
       action,
@@ -316,10 +447,22 @@ export class OperatorDesk {
       reason: decision.reason,
       result: result === 'accepted' ? (detail ? `accepted: ${detail}` : 'accepted') : `rejected: ${detail}`,
       requestId,
-    });
+    };
+    if (audit === 'now') await records.writeAudit(row);
+    else this.queueAudit(row);
     const verdict = result === 'accepted' ? `Accepted: ${detail ?? action}` : `Rejected: ${detail}`;
     entry.answer?.(verdict);
     return verdict;
+  }
+
+  /** Queues an audit row for the background writer, starting it when it is idle. */
+  private queueAudit(row: AuditRow): void {
+    this.pendingAudits.push(row);
+    this.writingAudits ??= (async () => {
+      while (this.pendingAudits.length > 0)
+        await records.writeAudits(this.pendingAudits.splice(0, AUDIT_BATCH));
+      this.writingAudits = undefined;
+    })();
   }
 
   /**

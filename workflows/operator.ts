@@ -38,6 +38,20 @@ export function unsealedSignal(signal: DecisionName, payload: unknown): Operator
   return { signal, payload, actor: text(who, 100) ?? '(missing)', requestId: text(p.requestId, 200) };
 }
 
+/**
+ * Why a decision's payload cannot be a sealed decision at all, seen without an activity: not
+ * encrypted by a known key (the worker's codec marks it so), not one JSON object, or without a seal.
+ * The same reasons the seal check gives (src/decision-seal.ts); anything else needs that check.
+ */
+export function unverifiable(payload: unknown): string | undefined {
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload))
+    return 'payload must be one JSON object';
+  const fields = payload as Record<string, unknown>;
+  if (typeof fields.replyflowRefusedPayload === 'string') return fields.replyflowRefusedPayload;
+  if (fields.seal === undefined) return 'unsealed: decide through the codec server, logged in';
+  return undefined;
+}
+
 /** What a message asks for, for the record, even when it is invalid. */
 export function actionOf(message: OperatorMessage): string {
   const p = message.payload as Record<string, unknown> | undefined;

@@ -35,6 +35,8 @@ export interface DevServerOptions {
   namespace?: string;
   /** Seconds to wait for the server to answer. @default 60 */
   startTimeoutSeconds?: number;
+  /** Server dynamic config values (tests lower limits with it, e.g. `limit.historyCount.error`). */
+  dynamicConfig?: Record<string, string | number | boolean>;
 }
 
 export interface DevServer {
@@ -91,6 +93,8 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     args.push('--headless');
   }
   if (namespace !== 'default') args.push('--namespace', namespace);
+  for (const [key, value] of Object.entries(options.dynamicConfig ?? {}))
+    args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
   for (const key of ALL_SEARCH_ATTRIBUTES)
     args.push('--search-attribute', `${key.name}=${key.type === 'INT' ? 'Int' : 'Keyword'}`);
 

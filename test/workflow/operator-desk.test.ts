@@ -113,6 +113,9 @@ class Script {
       writeAudit: async (row) => {
         this.audit.push(row);
       },
+      writeAudits: async (rows) => {
+        this.audit.push(...rows);
+      },
       alert: async (alert) => {
         if (this.alertsDown) throw ApplicationFailure.nonRetryable('alert webhook answered 503');
         this.alerts.push(alert);
