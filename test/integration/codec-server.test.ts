@@ -4,7 +4,6 @@
 // who asked, and CORS for the Web UI's origin.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import http from 'node:http';
 import { temporal } from '@temporalio/proto';
 import { ConfigError, loadConfig } from '../../src/config';
 import { createOperatorStore } from '../../src/db/operators';
@@ -19,7 +18,7 @@ import {
   uiOrigins,
 } from '../../src/temporal/codec-server';
 import { type TestOperator, testOperator } from '../helpers/operators';
-import { capturedLogger, startTestReceiver } from '../helpers/receiver';
+import { capturedLogger, requestFrom, startTestReceiver } from '../helpers/receiver';
 import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
 import { sandboxEvent, testConfig, uniqueId } from '../helpers/system';
 
@@ -347,32 +346,6 @@ describe('codec server: operators decode, and encode only sealed decisions (rece
     );
   });
 });
-
-/** One HTTP request from a chosen loopback address (all of 127/8 is this machine), as another client would send it. */
-function requestFrom(
-  localAddress: string,
-  url: string,
-  init: { method?: string; headers?: Record<string, string>; body?: string } = {},
-): Promise<{ status: number; headers: http.IncomingHttpHeaders; text: string }> {
-  return new Promise((resolve, reject) => {
-    const request = http.request(
-      url,
-      { method: init.method ?? 'GET', headers: init.headers, localAddress },
-      (response) => {
-        let text = '';
-        response.setEncoding('utf8');
-        response.on('data', (chunk: string) => {
-          text += chunk;
-        });
-        response.on('end', () =>
-          resolve({ status: response.statusCode ?? 0, headers: response.headers, text }),
-        );
-      },
-    );
-    request.once('error', reject);
-    request.end(init.body);
-  });
-}
 
 describe('codec server: sessions, sign-in limits, cookies and origins (receiver, HTTP, PostgreSQL)', function () {
   this.timeout(120_000);

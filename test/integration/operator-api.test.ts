@@ -5,7 +5,6 @@
 // for again by its update id.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import http from 'node:http';
 import { WorkflowUpdateRPCTimeoutOrCancelledError, WorkflowUpdateStage } from '@temporalio/client';
 import type { Config } from '../../src/config';
 import { openSeal } from '../../src/decision-seal';
@@ -16,23 +15,12 @@ import { FAILED_SIGN_INS_PER_SOURCE, SESSION_COOKIE } from '../../src/temporal/c
 import { resolveUpdate, statusQuery } from '../../workflows/messages';
 import { FakeTarget } from '../helpers/fake-target';
 import { sealFor, type TestOperator, testOperator } from '../helpers/operators';
-import { startTestReceiver } from '../helpers/receiver';
+import { requestFrom, startTestReceiver } from '../helpers/receiver';
 import { devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
 import { sandboxEvent, startTestWorker, testConfig, uniqueId } from '../helpers/system';
 import { auditRows, startEvent, waitForState } from '../helpers/workflows';
 
 const UI_ORIGIN = 'http://127.0.0.1:8233';
-
-/** A GET from a chosen loopback address (127/8 is all this machine): another source to the receiver. */
-function getFrom(localAddress: string, url: string, headers: Record<string, string>): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const request = http.get(url, { headers, localAddress }, (response) => {
-      response.resume();
-      response.on('end', () => resolve(response.statusCode ?? 0));
-    });
-    request.once('error', reject);
-  });
-}
 
 describe('operator API: bearer tokens only, decisions as the token’s operator, verdicts asked for again (receiver, HTTP)', function () {
   this.timeout(180_000);
@@ -131,11 +119,13 @@ describe('operator API: bearer tokens only, decisions as the token’s operator,
   it('counts wrong tokens at the operator API and the codec server against one budget per source', async () => {
     const source = '127.0.0.41';
     const wrong = { authorization: 'Bearer rfo_guess-0123456789abcdefghijklmnopqrstuvwxyzABCDEFG' };
+    const status = async (from: string, path: string, headers: Record<string, string>) =>
+      (await requestFrom(from, `${receiver.url}${path}`, { headers })).status;
     for (let i = 0; i < FAILED_SIGN_INS_PER_SOURCE; i++)
-      assert.equal(await getFrom(source, `${receiver.url}/operator/whoami`, wrong), 401);
-    assert.equal(await getFrom(source, `${receiver.url}/codec/whoami`, bearer(ana)), 429);
-    assert.equal(await getFrom(source, `${receiver.url}/operator/whoami`, bearer(ana)), 429);
-    assert.equal(await getFrom('127.0.0.42', `${receiver.url}/operator/whoami`, bearer(ana)), 200);
+      assert.equal(await status(source, '/operator/whoami', wrong), 401);
+    assert.equal(await status(source, '/codec/whoami', bearer(ana)), 429);
+    assert.equal(await status(source, '/operator/whoami', bearer(ana)), 429);
+    assert.equal(await status('127.0.0.42', '/operator/whoami', bearer(ana)), 200);
   });
 
   it('decides as the operator the token proves: names or seals typed into the body count for nothing', async () => {
