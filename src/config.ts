@@ -1,5 +1,6 @@
 // The environment, read once at start-up and validated as a whole: every problem is listed at once,
 // empty strings count as unset, and nothing else in the code reads process.env for settings.
+import { isIP } from 'node:net';
 import { z } from 'zod';
 
 const optional = z.string().min(1).optional();
@@ -103,6 +104,37 @@ const decryptionKeys = z
     return keys;
   });
 
+/**
+ * Proxies whose X-Forwarded-For and X-Forwarded-Proto the receiver believes, in Express's `trust proxy`
+ * terms: `loopback`, `linklocal`, `uniquelocal`, addresses and CIDR ranges, comma-separated. Unset:
+ * none, so a client cannot claim another address or TLS by writing a header. "Every proxy" (`true`)
+ * and hop counts are refused: they would let any client claim any address.
+ */
+const trustedProxies = z
+  .string()
+  .optional()
+  .transform((value, ctx) => {
+    const entries = (value ?? '')
+      .split(',')
+      .map((e) => e.trim())
+      .filter(Boolean);
+    for (const entry of entries) {
+      const [address, prefix, extra] = entry.split('/');
+      const named = ['loopback', 'linklocal', 'uniquelocal'].includes(entry);
+      const ip = isIP(address ?? '');
+      const prefixOk =
+        prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (ip === 6 ? 128 : 32));
+      if (!named && (ip === 0 || !prefixOk || extra !== undefined)) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `"${entry}" is not loopback, linklocal, uniquelocal, an IP address or a CIDR range`,
+        });
+        return z.NEVER;
+      }
+    }
+    return entries;
+  });
+
 /** `true` / `false`, or unset (undefined) where the role decides (the sandbox). */
 const optionalFlag = z
   .enum(['true', 'false'])
@@ -123,7 +155,7 @@ export const configSchema = z.object({
   TEMPORAL_NAMESPACE: z.string().default('default'),
   TEMPORAL_TASK_QUEUE: z.string().default('replyflow'),
   TEMPORAL_UI_PORT: port.default(8233),
-  /** gRPC port of the dev server `replyflow start` embeds (and the CLI then talks to). */
+  /** gRPC port of the dev server `replyflow start` embeds. */
   TEMPORAL_DEV_PORT: port.default(7233),
   /**
    * Connection security for TEMPORAL_ADDRESS, named as in Temporal's own client environment
@@ -236,6 +268,13 @@ export const configSchema = z.object({
       }
       return origins;
     }),
+  /** Proxies in front of the receiver whose X-Forwarded-* headers count (client address, TLS); unset: none. */
+  TRUST_PROXY: trustedProxies,
+  /** The codec login cookie is always `Secure` (else only over TLS, or behind a trusted proxy's TLS). */
+  CODEC_COOKIE_SECURE: z
+    .enum(['true', 'false'])
+    .default('false')
+    .transform((v) => v === 'true'),
   /** Port of the worker's Prometheus endpoint (our metrics and the Temporal SDK's); 0: none. */
   WORKER_METRICS_PORT: port.default(9464),
   /**
@@ -257,7 +296,9 @@ export const configSchema = z.object({
   REPLYFLOW_OPERATOR_TOKEN: optional,
   /** Where `replyflow login` keeps the token; unset: `$XDG_CONFIG_HOME/replyflow/operator-token` (~/.config). */
   REPLYFLOW_OPERATOR_TOKEN_FILE: optional,
-  /** The codec server the CLI seals decisions and decodes results through; unset: `http://127.0.0.1:$PORT/codec`. */
+  /** The receiver the operator CLI talks to (its operator API); unset: from REPLYFLOW_CODEC_URL, else `http://127.0.0.1:$PORT`. */
+  REPLYFLOW_URL: url,
+  /** The former way to point the CLI at a receiver (its `/codec`): still accepted, REPLYFLOW_URL comes first. */
   REPLYFLOW_CODEC_URL: url,
   /**
    * The sandbox provider, page and target. Unset: on for `replyflow start` (the local demo), off for

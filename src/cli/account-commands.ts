@@ -5,12 +5,12 @@ import type { Command } from 'commander';
 import { type AccountChange, createOperatorStore, type OperatorAccount } from '../db/operators';
 import { OPERATOR_ROLES } from '../model';
 import { OperatorInputError } from '../operator/errors';
-import { CodecServerClient } from '../temporal/codec-client';
 import { type AdminSession, adminAction } from './admin';
 import { type CliContext, EXIT, operatorAction } from './command';
 import { type CliIo, printJson, printLine, table } from './io';
+import { OperatorApiClient } from './operator-api';
 import { removeToken, storeToken, tokenFile } from './operator-token';
-import { codecUrl } from './session';
+import { replyflowUrl } from './session';
 
 const ROLES_HELP = `comma-separated, from ${OPERATOR_ROLES.join(', ')} (every operator may view)`;
 
@@ -105,14 +105,12 @@ export function registerAccountCommands(program: Command, ctx: CliContext): void
 
   program
     .command('login')
-    .description(
-      'store your operator token for the CLI (typed, or from stdin) once the codec server accepts it',
-    )
+    .description('store your operator token for the CLI (typed, or from stdin) once replyflow accepts it')
     .action(
       operatorAction(ctx, async (session) => {
         const token = (await ctx.io.readSecret('Operator token: ')).trim();
         if (!token) throw new OperatorInputError('no token given: type it at the prompt or pipe it in');
-        const me = await new CodecServerClient(codecUrl(session.config), token).whoami();
+        const me = await new OperatorApiClient(replyflowUrl(session.config), token).whoami();
         const file = tokenFile(session.config, ctx.io.env);
         storeToken(file, token);
         printLine(

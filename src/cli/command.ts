@@ -5,7 +5,6 @@ import { ConfigError, parseDuration } from '../config';
 import { OperatorAccountError } from '../db/operators';
 import { errorMessage } from '../failures';
 import { NotPermittedError, OperatorInputError, OperatorTokenRefusedError } from '../operator/errors';
-import { ConnectionSecurityError } from '../temporal/client';
 import { type CliIo, printLine } from './io';
 import { openSession, type Session } from './session';
 
@@ -50,12 +49,7 @@ export function operatorAction<A extends unknown[]>(
 export function report(io: CliIo, err: unknown): number {
   printLine(io.stderr, `replyflow: ${errorMessage(err)}`);
   if (err instanceof NotPermittedError || err instanceof OperatorTokenRefusedError) return EXIT.refused;
-  if (
-    err instanceof OperatorInputError ||
-    err instanceof OperatorAccountError ||
-    err instanceof ConfigError ||
-    err instanceof ConnectionSecurityError
-  )
+  if (err instanceof OperatorInputError || err instanceof OperatorAccountError || err instanceof ConfigError)
     return EXIT.badInput;
   return EXIT.notDone;
 }

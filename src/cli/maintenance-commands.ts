@@ -1,12 +1,12 @@
 // The commands about the system as a whole: `reconcile` (do the ledger, the effects and Temporal agree),
-// `audit` (who decided what), `conversation` (hand-off, hand-back, close, reopen) and `purge` (retention,
-// the admin's: src/cli/admin.ts).
+// `audit` (who decided what), `conversation` (hand-off, hand-back, close, reopen), each through
+// replyflow's operator API, and `purge` (retention), the admin's, on the database (src/cli/admin.ts).
 import { Argument, type Command, Option } from 'commander';
-import { listAudit, recordAction } from '../operator/audit';
-import { type ConversationAction, operateConversation } from '../operator/conversations';
+import { recordAction } from '../operator/audit';
+import type { ConversationAction } from '../operator/conversations';
 import { OperatorInputError } from '../operator/errors';
 import { checkPurgeWindow, purge } from '../operator/purge';
-import { type ReconcileReport, reconcile } from '../operator/reconcile';
+import type { ReconcileReport } from '../operator/reconcile';
 import { adminAction } from './admin';
 import { type CliContext, EXIT, operatorAction, parseDurationFlag, parseTime } from './command';
 import { type CliIo, formatAge, printJson, printLine, table } from './io';
@@ -25,16 +25,9 @@ export function registerMaintenanceCommands(program: Command, ctx: CliContext): 
     .addOption(jsonOption())
     .action(
       operatorAction(ctx, async (session, opts: { grace?: string; json?: boolean }) => {
-        await session.authorize('view', { action: 'view', target: 'reconcile' });
-        const graceMs = opts.grace
-          ? parseDurationFlag(opts.grace, '--grace')
-          : session.config.SEND_MAX_ELAPSED + 3_600_000;
-        const report = await reconcile({
-          client: await session.client(),
-          pool: await session.pool(),
-          namespace: session.config.TEMPORAL_NAMESPACE,
-          graceMs,
-        });
+        // Unset, replyflow's own SEND_MAX_ELAPSED + 1h: the receiver knows its workers' budget.
+        const graceMs = opts.grace ? parseDurationFlag(opts.grace, '--grace') : undefined;
+        const report = await session.api().reconcile(graceMs);
         if (opts.json) printJson(ctx.io.stdout, report);
         else printReconcile(ctx.io, report);
         return report.consistent ? EXIT.ok : EXIT.notDone;
@@ -55,8 +48,7 @@ export function registerMaintenanceCommands(program: Command, ctx: CliContext): 
         const limit = Number(opts.limit);
         if (!Number.isInteger(limit) || limit < 1)
           throw new OperatorInputError('--limit expects a positive whole number');
-        await session.authorize('view', { action: 'view', target: 'audit' });
-        const rows = await listAudit(await session.pool(), {
+        const rows = await session.api().audit({
           workflowId: opts.workflow,
           actor: opts.actor,
           since: opts.since ? parseTime(opts.since, '--since') : undefined,
@@ -86,17 +78,7 @@ export function registerMaintenanceCommands(program: Command, ctx: CliContext): 
           opts: { reason: string; json?: boolean },
         ) => {
           if (!opts.reason.trim()) throw new OperatorInputError('a reason is required (--reason "…")');
-          const operator = await session.authorize('conversation', {
-            action: `conversation:${action}`,
-            target: `conversation:${conversationKey}`,
-            reason: opts.reason,
-          });
-          const outcome = await operateConversation(await session.pool(), {
-            action,
-            conversationKey,
-            operator,
-            reason: opts.reason,
-          });
+          const outcome = await session.api().conversation(action, conversationKey, opts.reason);
           if (opts.json) printJson(ctx.io.stdout, outcome);
           else
             printLine(

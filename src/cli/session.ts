@@ -1,10 +1,9 @@
-// What one operator command runs with: the configuration, the operator behind the token (checked
-// against the operators table, or by the codec server), and connections to Temporal and PostgreSQL
-// opened on first use and closed when the command ends. Temporal payloads go through the codec
-// server with the operator's token, so the CLI needs no payload key. Unset addresses mean the
-// embedded system `replyflow start` runs under the data dir.
+// What one CLI command runs with: the configuration, and what it reaches, opened on first use and
+// closed when the command ends. Operator commands reach replyflow's operator API (REPLYFLOW_URL) with
+// the operator's token and nothing else: no database, no Temporal, no payload key. The account and
+// maintenance commands an admin runs (`operator …`, `purge`) use the database instead. Unset
+// addresses mean the system `replyflow start` runs on this machine.
 import path from 'node:path';
-import type { Client } from '@temporalio/client';
 import { type Config, loadConfig } from '../config';
 import { createOperatorStore, type OperatorAccount } from '../db/operators';
 import { createPool, type Pool } from '../db/pool';
@@ -12,24 +11,23 @@ import { runningClusterUrl } from '../embedded/postgres';
 import type { OperatorRole } from '../model';
 import { NOT_PERMITTED, recordAction } from '../operator/audit';
 import { NotPermittedError, OperatorInputError, OperatorTokenRefusedError } from '../operator/errors';
-import { connectionSecurity, connectWithCodec, type TemporalClient } from '../temporal/client';
-import { CodecServerClient } from '../temporal/codec-client';
 import { CODEC_PATH } from '../temporal/codec-server';
 import type { CliIo } from './io';
+import { OperatorApiClient } from './operator-api';
 import { operatorToken } from './operator-token';
 
 export interface Session {
   config: Config;
+  /** replyflow's operator API, as the operator behind the token. */
+  api(): OperatorApiClient;
+  /** The database, for the admin's account and maintenance commands; operator commands never open it. */
   pool(): Promise<Pool>;
-  /** Temporal, with payloads encoded (decisions sealed) and decoded by the codec server as this operator. */
-  client(): Promise<Client>;
-  /** The codec server, as this operator. */
-  codecServer(): CodecServerClient;
-  /** The enabled account the token belongs to, from the operators table. */
+  /** The enabled account the token belongs to, from the operators table (the admin's `purge`). */
   operator(): Promise<OperatorAccount>;
   /**
-   * Returns who acts when their roles allow `role`; otherwise records the refusal in the audit log
-   * (actor, action, target, `rejected: not permitted`) and throws {@link NotPermittedError}.
+   * For commands that run on the database (`purge`): who acts when their roles allow `role`; otherwise
+   * records the refusal in the audit log (`rejected: not permitted`) and throws {@link NotPermittedError}.
+   * Operator commands are authorised by the operator API instead.
    */
   authorize(
     role: OperatorRole,
@@ -41,29 +39,18 @@ export interface Session {
 export function openSession(io: CliIo): Session {
   const config = loadConfig(io.env);
   let pool: Pool | undefined;
-  let temporal: Promise<TemporalClient> | undefined;
-  let codec: CodecServerClient | undefined;
+  let api: OperatorApiClient | undefined;
   let account: Promise<OperatorAccount> | undefined;
 
   const session: Session = {
     config,
+    api() {
+      api ??= new OperatorApiClient(replyflowUrl(config), operatorToken(config, io.env));
+      return api;
+    },
     async pool() {
       pool ??= createPool(databaseUrl(config), 4);
       return pool;
-    },
-    codecServer() {
-      codec ??= new CodecServerClient(codecUrl(config), operatorToken(config, io.env));
-      return codec;
-    },
-    async client() {
-      const payloadCodec = session.codecServer();
-      temporal ??= connectWithCodec(
-        config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_DEV_PORT}`,
-        config.TEMPORAL_NAMESPACE,
-        payloadCodec,
-        connectionSecurity(config),
-      );
-      return (await temporal).client;
     },
     operator() {
       account ??= (async () => {
@@ -82,21 +69,28 @@ export function openSession(io: CliIo): Session {
       throw new NotPermittedError(name, role);
     },
     async close() {
-      await Promise.all([
-        pool?.end(),
-        temporal?.then(
-          (t) => t.close(),
-          () => {},
-        ),
-      ]);
+      await pool?.end();
     },
   };
   return session;
 }
 
-/** REPLYFLOW_CODEC_URL, else the codec server of the receiver `replyflow start` runs on this machine. */
-export function codecUrl(config: Config): string {
-  return config.REPLYFLOW_CODEC_URL ?? `http://127.0.0.1:${config.PORT}${CODEC_PATH}`;
+/**
+ * replyflow's base URL for the CLI: REPLYFLOW_URL; else the receiver of REPLYFLOW_CODEC_URL (the
+ * setting before, a receiver's `/codec`); else the receiver `replyflow start` runs on this machine.
+ */
+export function replyflowUrl(config: Config): string {
+  if (config.REPLYFLOW_URL) return config.REPLYFLOW_URL.replace(/\/+$/, '');
+  if (!config.REPLYFLOW_CODEC_URL) return `http://127.0.0.1:${config.PORT}`;
+  // The receiver's part of the URL: everything before its codec path (a proxy may add a prefix).
+  const codec = new URL(config.REPLYFLOW_CODEC_URL);
+  const segments = codec.pathname.split('/');
+  const at = segments.indexOf(CODEC_PATH.slice(1));
+  if (at < 0)
+    throw new OperatorInputError(
+      `REPLYFLOW_CODEC_URL (${codec.origin}${codec.pathname}) is not a receiver's ${CODEC_PATH}: set REPLYFLOW_URL to the receiver's URL instead`,
+    );
+  return `${codec.origin}${segments.slice(0, at).join('/')}`;
 }
 
 /**

@@ -1,12 +1,13 @@
 // The commands about held and failed work: find it (`held`, `failed`), understand it (`show`), and
-// decide (`resolve`, `approve`, `reprocess`, one workflow or a selection).
+// decide (`resolve`, `approve`, `reprocess`, one workflow or a selection), each through replyflow's
+// operator API (src/operator/api.ts), which reads, checks roles and sends the decisions.
 import { type Command, Option } from 'commander';
 import type { ResolveAction } from '../../workflows/messages';
-import { accepted, actionOf, type DecisionRequest, decide, validateRequest } from '../operator/decisions';
+import { accepted, actionOf, type DecisionRequest, validateRequest } from '../operator/decisions';
 import { OperatorInputError } from '../operator/errors';
-import { inspectWorkflow } from '../operator/inspect';
-import { type ItemResult, planReprocess, runReprocess, type SelectionItem } from '../operator/selection';
-import { listWork, quote, type WorkItem } from '../operator/workflows';
+import type { Inspection } from '../operator/inspect';
+import type { ItemResult, SelectionItem } from '../operator/selection';
+import { quote, type WorkItem } from '../operator/workflows';
 import { type CliContext, EXIT, operatorAction, parseDurationFlag, parseTime } from './command';
 import { type CliIo, formatAge, printJson, printLine, progressBar, table } from './io';
 import type { Session } from './session';
@@ -30,8 +31,7 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
       .option('--include-closed', 'also closed workflows (failed work nobody decided on in time)')
       .action(
         operatorAction(ctx, async (session, opts: ListOptions) => {
-          await session.authorize('view', { action: 'view', target: kind });
-          const items = await listWork(await session.client(), kind, {
+          const items = await session.api().work(kind, {
             integration: opts.integration,
             since: opts.since ? parseTime(opts.since, '--since') : undefined,
             includeClosed: opts.includeClosed,
@@ -49,8 +49,7 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
     .addOption(jsonOption())
     .action(
       operatorAction(ctx, async (session, workflowId: string, opts: { json?: boolean }) => {
-        await session.authorize('view', { action: 'view', target: workflowId });
-        const inspection = await inspectWorkflow(await session.client(), await session.pool(), workflowId);
+        const inspection = await session.api().show(workflowId);
         if (opts.json) printJson(ctx.io.stdout, inspection);
         else printInspection(ctx.io, inspection);
         return EXIT.ok;
@@ -178,10 +177,7 @@ function printWorkTable(io: CliIo, items: WorkItem[]): void {
   );
 }
 
-function printInspection(
-  io: CliIo,
-  { workflow, effects, audit }: Awaited<ReturnType<typeof inspectWorkflow>>,
-): void {
+function printInspection(io: CliIo, { workflow, effects, audit }: Inspection): void {
   const s = workflow.status;
   const out = io.stdout;
   printLine(
@@ -255,7 +251,7 @@ function printInspection(
   if (audit.length > 0) printLine(out, auditTable(audit));
 }
 
-export function auditTable(rows: Awaited<ReturnType<typeof inspectWorkflow>>['audit']): string {
+export function auditTable(rows: Inspection['audit']): string {
   return table(
     ['AT', 'ACTOR', 'APPROVER', 'ACTION', 'TARGET', 'STATE', 'RESULT', 'REASON'],
     rows.map((a) => [
@@ -280,10 +276,10 @@ async function decideOne(
 ): Promise<number> {
   validateRequest(request);
   const waitMs = parseDurationFlag(opts.wait, '--wait');
-  // The codec server checks the token first, so a refused one stops here, before anything is read.
-  const { operator } = await session.codecServer().whoami();
-  const outcome = await decide(await session.client(), { workflowId, request, waitMs });
-  if (opts.json) printJson(io.stdout, { ...outcome, operator });
+  // replyflow checks the token first, so a refused one stops there, before anything is read.
+  const outcome = await session.api().decide(workflowId, request, waitMs);
+  const { operator } = outcome;
+  if (opts.json) printJson(io.stdout, outcome);
   else {
     printLine(io.stdout, `${actionOf(request)} ${workflowId} as ${operator} (update ${outcome.updateId})`);
     printLine(
@@ -327,15 +323,8 @@ async function reprocessSelection(
   const reason = opts.reason.trim();
   if (!reason) throw new OperatorInputError('a reason is required (--reason "…")');
   const waitMs = parseDurationFlag(opts.wait, '--wait');
-  // Planning reads work and effect rows: viewing. Each item's workflow judges the reprocess itself.
-  const operator = await session.authorize('view', {
-    action: 'reprocess',
-    target: `selection: ${query}`,
-    reason,
-  });
-  const client = await session.client();
-  const pool = await session.pool();
-  const plan = await planReprocess(client, pool, query);
+  // Planning needs the view role (replyflow checks it); each item's workflow judges the reprocess itself.
+  const { operator, plan } = await session.api().planReprocess(query, reason);
   const todo = plan.filter((item) => item.verdict === 'reprocess');
   if (opts.dryRun || todo.length === 0) {
     if (opts.json) printJson(io.stdout, { query, dryRun: Boolean(opts.dryRun), plan, results: [] });
@@ -353,16 +342,16 @@ async function reprocessSelection(
     printLine(io.stderr, 'replyflow: not confirmed (pass --yes when no one can answer); nothing was changed');
     return EXIT.notDone;
   }
+  // One item at a time, each re-checked by replyflow immediately before its update.
   const progress = progressBar(io.stderr, todo.length);
-  const results = await runReprocess(client, pool, plan, {
-    reason,
-    waitMs,
-    onItem: (result, done) => {
-      progress.clear();
-      if (!opts.json) printLine(io.stdout, resultLine(result));
-      progress.update(done);
-    },
-  });
+  const results: ItemResult[] = [];
+  for (const item of todo) {
+    const result = await session.api().reprocessItem(item, reason, waitMs);
+    results.push(result);
+    progress.clear();
+    if (!opts.json) printLine(io.stdout, resultLine(result));
+    progress.update(results.length);
+  }
   progress.end();
   const count = (r: ItemResult['result']) => results.filter((x) => x.result === r).length;
   if (opts.json) printJson(io.stdout, { query, dryRun: false, plan, results });

@@ -1,5 +1,5 @@
-// Reading the append-only audit log for operators, and writing the one row the CLI adds itself: a
-// refusal of something an operator's role does not allow.
+// Reading the append-only audit log for operators, and writing the rows replyflow adds itself, outside
+// the decision path: a refusal of something an operator's role does not allow, a purge.
 import type { Pool } from '../db/pool';
 
 export interface AuditEntry {
@@ -75,7 +75,7 @@ export interface CliAction {
 
 export const NOT_PERMITTED = 'rejected: not permitted';
 
-/** Writes a row for what the CLI decides itself: a refusal by role, or a purge. */
+/** Writes a row for what the operator API or the admin's CLI decides itself: a refusal by role, or a purge. */
 export async function recordAction(pool: Pool, entry: CliAction): Promise<void> {
   await pool.query(
     `INSERT INTO audit_log (actor, action, workflow_id, reason, result) VALUES ($1, $2, $3, $4, $5)`,

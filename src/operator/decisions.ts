@@ -1,10 +1,15 @@
 // One operator decision on one event workflow: check that the workflow can take it, then execute the
-// decision's Workflow Update with a fresh update id and return the workflow's verdict. The codec
-// server seals the decision for the operator behind the client's token on its way; the workflow
-// verifies the seal and judges roles, the two-person rule and the state. This module only refuses
-// what could never be judged, so that a typo costs no audit row.
+// decision's Workflow Update with a fresh update id and return the workflow's verdict. The client's
+// payload codec seals the decision on its way, for the operator the operator API authenticated (the
+// codec server's sealer, src/temporal/codec-server.ts); the workflow verifies the seal and judges
+// roles, the two-person rule and the state. This module only refuses what could never be judged, so
+// that a typo costs no audit row.
 import { randomUUID } from 'node:crypto';
-import { type Client, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
+import {
+  type Client,
+  WorkflowNotFoundError,
+  WorkflowUpdateRPCTimeoutOrCancelledError,
+} from '@temporalio/client';
 import {
   approveUpdate,
   type DecisionInput,
@@ -69,6 +74,8 @@ export function refusalFor(request: DecisionRequest, current: WorkflowStatus): s
 
 export interface DecisionOutcome {
   workflowId: string;
+  /** The run the update went to: its verdict can be waited for again ({@link awaitVerdict}). */
+  runId: string;
   /** The update's id: the server runs an update id once, however often the call is retried. */
   updateId: string;
   /** The workflow's answer, `Accepted: …` or `Rejected: …`; undefined when none came within the wait. */
@@ -97,9 +104,11 @@ export async function decide(client: Client, options: DecideOptions): Promise<De
   const refusal = refusalFor(request, current);
   if (refusal) throw new OperatorInputError(refusal);
 
-  // Who decides is not part of the input: the codec server seals that in from the token.
+  // Who decides is not part of the input: the seal says that, from the operator's token. The
+  // decision's name is, and the seal is bound to it (and to the hold it answers, read when sealed).
   const input: DecisionInput = {
     workflowId,
+    decision: request.signal,
     reason: request.reason.trim(),
     ...(request.signal === 'resolve' ? { action: request.action } : {}),
     ...(request.signal === 'resolve' && request.externalId ? { externalId: request.externalId.trim() } : {}),
@@ -110,9 +119,34 @@ export async function decide(client: Client, options: DecideOptions): Promise<De
     const verdict = await client.connection.withDeadline(Date.now() + (options.waitMs ?? 60_000), () =>
       handle.executeUpdate(UPDATES[request.signal], { args: [input], updateId }),
     );
-    return { workflowId, updateId, verdict };
+    return { workflowId, runId: current.runId, updateId, verdict };
   } catch (err) {
-    if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) return { workflowId, updateId };
+    if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError)
+      return { workflowId, runId: current.runId, updateId };
+    throw err;
+  }
+}
+
+/**
+ * Waits up to `waitMs` more for the verdict of an update {@link decide} sent. @returns the outcome,
+ * without a verdict when none came; @throws OperatorInputError when the run knows no such update.
+ */
+export async function awaitVerdict(
+  client: Client,
+  sent: { workflowId: string; runId: string; updateId: string },
+  waitMs: number,
+): Promise<DecisionOutcome> {
+  const update = client.workflow
+    .getHandle(sent.workflowId, sent.runId)
+    .getUpdateHandle<string>(sent.updateId);
+  try {
+    const verdict = await client.connection.withDeadline(Date.now() + waitMs, () => update.result());
+    return { ...sent, verdict };
+  } catch (err) {
+    if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) return sent;
+    // The SDK says so for an update id the run never took, as for a run that is gone.
+    if (err instanceof WorkflowNotFoundError)
+      throw new OperatorInputError(`${sent.workflowId} has no update ${sent.updateId} in run ${sent.runId}`);
     throw err;
   }
 }

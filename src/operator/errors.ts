@@ -17,12 +17,17 @@ export class NotPermittedError extends Error {
 }
 
 /**
- * Thrown when the operator token is refused, by the operators table or the codec server: unknown,
- * disabled or rotated. The message never carries the token.
+ * Thrown when the operator token is refused (by replyflow's operator API, or the operators table):
+ * unknown, disabled or rotated. The message never carries the token.
  */
 export class OperatorTokenRefusedError extends Error {
   override name = 'OperatorTokenRefusedError';
   constructor(where: string) {
     super(`${where} (unknown, disabled or rotated): ask an admin for a valid one, then \`replyflow login\``);
   }
+}
+
+/** Thrown when a workflow exists but nobody answers its `status` query in time (no worker on its queue). */
+export class WorkflowUnansweredError extends Error {
+  override name = 'WorkflowUnansweredError';
 }

@@ -1,6 +1,7 @@
 // Reprocessing a selection of failed work: a plan from Temporal visibility, each item checked against
 // the workflow's own state and its effect row, and checked again immediately before acting, so that
-// an item that changed since the plan (resolved, reprocessed, taken over) is skipped, not pushed.
+// an item that changed since the plan (resolved, reprocessed, taken over) is skipped, not pushed. The
+// operator acts on the items one by one (the CLI, through the operator API), seeing each outcome.
 import type { Client } from '@temporalio/client';
 import type { Pool } from '../db/pool';
 import { accepted, decide } from './decisions';
@@ -65,38 +66,26 @@ export interface ItemResult {
   result: 'accepted' | 'rejected' | 'skipped' | 'undecided';
   /** The workflow's verdict, or why the item was skipped. */
   detail?: string;
+  /** The run and update a reprocess went to (undecided: its verdict can be waited for again). */
+  runId?: string;
   updateId?: string;
 }
 
-export interface RunOptions {
+export interface ItemOptions {
   reason: string;
+  /** How long to wait for the workflow's verdict. @default 60s */
   waitMs?: number;
-  /** Called after each item, for a progress display. */
-  onItem?: (result: ItemResult, done: number, total: number) => void;
 }
 
-/** Reprocesses the planned items one by one, re-checking each immediately before its update. */
-export async function runReprocess(
+/**
+ * Reprocesses one planned item, re-checking it immediately before its update: one that changed
+ * since the plan (discarded, reprocessed, succeeded, its business key taken over) is skipped.
+ */
+export async function reprocessItem(
   client: Client,
   pool: Pool,
-  plan: SelectionItem[],
-  options: RunOptions,
-): Promise<ItemResult[]> {
-  const todo = plan.filter((item) => item.verdict === 'reprocess');
-  const results: ItemResult[] = [];
-  for (const planned of todo) {
-    const result = await reprocessOne(client, pool, planned, options);
-    results.push(result);
-    options.onItem?.(result, results.length, todo.length);
-  }
-  return results;
-}
-
-async function reprocessOne(
-  client: Client,
-  pool: Pool,
-  planned: SelectionItem,
-  options: RunOptions,
+  planned: Pick<SelectionItem, 'workflowId' | 'integration' | 'businessKey'>,
+  options: ItemOptions,
 ): Promise<ItemResult> {
   const { workflowId, businessKey } = planned;
   const { item, current } = await check(client, pool, workflowId, planned.integration);
@@ -117,7 +106,14 @@ async function reprocessOne(
       current,
     });
     const result = outcome.verdict === undefined ? 'undecided' : accepted(outcome) ? 'accepted' : 'rejected';
-    return { workflowId, businessKey, updateId: outcome.updateId, result, detail: outcome.verdict };
+    return {
+      workflowId,
+      businessKey,
+      runId: outcome.runId,
+      updateId: outcome.updateId,
+      result,
+      detail: outcome.verdict,
+    };
   } catch (err) {
     if (err instanceof OperatorInputError)
       return { workflowId, businessKey, result: 'skipped', detail: `changed since the plan: ${err.message}` };

@@ -15,8 +15,7 @@ import {
   ReplyState,
 } from '../../workflows/search-attributes';
 import { errorMessage } from '../failures';
-import { CodecServerError } from '../temporal/codec-client';
-import { OperatorInputError, OperatorTokenRefusedError } from './errors';
+import { OperatorInputError, WorkflowUnansweredError } from './errors';
 
 /** One row of the `held` and `failed` lists: identifiers and classifications, never message text. */
 export interface WorkItem {
@@ -120,7 +119,7 @@ export interface WorkflowStatus {
   status: StatusView;
 }
 
-/** How long a status query may take before the CLI says no worker answered. */
+/** How long a status query may take before an operator is told that no worker answered. */
 export const QUERY_TIMEOUT_MS = 15_000;
 
 /**
@@ -142,9 +141,7 @@ export async function workflowStatus(
   const status = await client.connection
     .withDeadline(Date.now() + timeoutMs, () => handle.query(statusQuery))
     .catch((err: unknown) => {
-      // The answer came, but the codec server would not decode it for this operator.
-      if (err instanceof OperatorTokenRefusedError || err instanceof CodecServerError) throw err;
-      throw new Error(
+      throw new WorkflowUnansweredError(
         `${workflowId} did not answer its status query (${errorMessage(err)}); is a worker running on task queue ${description.taskQueue}?`,
       );
     });

@@ -9,6 +9,7 @@ import { createSignedBodiesStore } from '../db/github-signed-bodies';
 import type { Pool } from '../db/pool';
 import type { Logger } from '../logger';
 import { createReceiverMetrics } from '../metrics';
+import { operatorApi } from '../operator/api';
 import { boundAddress, listenOn, reachableHost } from '../ports';
 import { createProviders } from '../providers';
 import { GITHUB_REPLAY_WINDOW_DAYS } from '../providers/github';
@@ -65,15 +66,22 @@ export async function startReceiver(options: {
   const port = options.port ?? config.PORT;
   let selfUrl = '';
   // The codec server: payloads decrypted, and decisions sealed, for authenticated operators only.
-  const codecServer = codecRouter(
-    codecServerOptions(
-      config,
-      options.encryptionKey,
-      pool,
-      (workflowId) => workflowStatus(client, workflowId),
-      logger.child({ role: 'codec' }),
-    ),
+  const codecOptions = codecServerOptions(
+    config,
+    options.encryptionKey,
+    pool,
+    (workflowId) => workflowStatus(client, workflowId),
+    logger.child({ role: 'codec' }),
   );
+  const codecServer = codecRouter(codecOptions);
+  // Beside it, for the same operators: what the replyflow CLI asks, so operators need no other access.
+  const operators = operatorApi({
+    config,
+    pool,
+    codec: codecOptions,
+    temporalAddress: options.temporalAddress,
+    logger: logger.child({ role: 'operator-api' }),
+  });
   const sandbox = sandboxSecrets(config);
   const sandboxRoutes = sandbox
     ? [
@@ -128,8 +136,11 @@ export async function startReceiver(options: {
     metrics,
     logger,
     bodyLimit: config.WEBHOOK_BODY_LIMIT,
-    extraRoutes: [...sandboxRoutes, codecServer],
+    extraRoutes: [...sandboxRoutes, codecServer, operators.router],
   });
+  // Whose X-Forwarded-For / -Proto count (the codec login's source limit and Secure cookie): only
+  // the proxies configured, so a client cannot claim another address or TLS itself.
+  app.set('trust proxy', config.TRUST_PROXY.length > 0 ? config.TRUST_PROXY : false);
   const server = http.createServer(serverLimits(config), app);
   server.maxConnections = config.RECEIVER_MAX_CONNECTIONS;
   server.on('drop', () => metrics.droppedConnections.inc());
@@ -143,7 +154,7 @@ export async function startReceiver(options: {
     async stop() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      await calls.close();
+      await Promise.all([calls.close(), operators.close()]);
     },
   };
 }

@@ -1,11 +1,12 @@
-// Connections to Temporal for the receiver, the worker and the CLI: one place that knows the address,
-// namespace, TLS/API key and the encrypting data converter, so that every role reads the same history.
+// Connections to Temporal for the receiver, the worker and the scripts that hold the payload key: one
+// place that knows the address, namespace, TLS/API key and the encrypting data converter, so that
+// every role reads the same history. (The operator CLI holds no key and reaches no Temporal.)
 
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection, type TLSConfig } from '@temporalio/client';
-import type { DataConverter, PayloadCodec } from '@temporalio/common';
+import type { DataConverter } from '@temporalio/common';
 import type { Config } from '../config';
 import { AesGcmPayloadCodec, type CodecOptions } from './codec';
 
@@ -68,7 +69,7 @@ export function dataConverter(
   return { payloadCodecs: [payloadCodec(encryptionKey, keys, options)] };
 }
 
-/** What the receiver, the worker and the CLI add to `{ address }` to reach a secured frontend. */
+/** What the receiver and the worker add to `{ address }` to reach a secured frontend. */
 export interface ConnectionSecurity {
   tls: TLSConfig | false;
   apiKey?: string;
@@ -141,25 +142,15 @@ export interface TemporalClient {
 }
 
 /** `security` and `keys` come from {@link connectionSecurity} and {@link keyring} for a configured server. */
-export function connectClient(
+export async function connectClient(
   address: string,
   namespace: string,
   encryptionKey: string,
   security: Partial<ConnectionSecurity> = {},
   keys: Keyring = {},
 ): Promise<TemporalClient> {
-  return connectWithCodec(address, namespace, payloadCodec(encryptionKey, keys), security);
-}
-
-/** A client whose payloads go through `codec`: the payload key itself, or the codec server (the CLI). */
-export async function connectWithCodec(
-  address: string,
-  namespace: string,
-  codec: PayloadCodec,
-  security: Partial<ConnectionSecurity> = {},
-): Promise<TemporalClient> {
   // connectTimeout bounds the first connection; later calls carry their own deadlines.
   const connection = await Connection.connect({ address, connectTimeout: 5000, ...security });
-  const client = new Client({ connection, namespace, dataConverter: { payloadCodecs: [codec] } });
+  const client = new Client({ connection, namespace, dataConverter: dataConverter(encryptionKey, keys) });
   return { client, connection, close: () => connection.close() };
 }

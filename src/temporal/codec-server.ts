@@ -1,28 +1,31 @@
 // The codec server (Temporal's remote codec protocol), for operators only: POST /codec/decode shows a
-// logged-in operator the decrypted payloads (Web UI, `temporal` CLI, replyflow CLI); POST /codec/encode
+// logged-in operator the decrypted payloads (Web UI, `temporal` CLI); POST /codec/encode
 // seals and encrypts operator decisions, and nothing else, for the operator it authenticated
 // (src/decision-seal.ts), so that who decided is proven and nobody can encrypt other workflow input
 // through it (starting workflows is the receiver's job alone). Operators authenticate on every call:
-// their token as a bearer token, or the browser session cookie /codec/login sets.
+// their token as a bearer token, or the browser session cookie /codec/login sets, whose session row
+// signing out revokes. Failed token checks are limited per source address, sign-ins per operator.
 
 import { createHmac, randomUUID } from 'node:crypto';
 import { METADATA_ENCODING_KEY, type Payload } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import express, { type NextFunction, type Request, type Response } from 'express';
+import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
 import type { Config } from '../config';
+import { type CodecSessionStore, createCodecSessionStore } from '../db/codec-sessions';
 import { createOperatorStore, type OperatorAccount, type OperatorStore } from '../db/operators';
 import type { Pool } from '../db/pool';
 import { derivedKey, macMatches, sealDecision } from '../decision-seal';
 import { errorMessage } from '../failures';
 import type { Logger } from '../logger';
+import { AttemptCounter } from '../rate-limit';
 import { keyring, payloadCodec } from './client';
 import type { AesGcmPayloadCodec } from './codec';
 
 export const CODEC_PATH = '/codec';
 /** The browser session cookie set by /codec/login: the Web UI sends it when "include credentials" is on. */
 export const SESSION_COOKIE = 'replyflow_codec';
-/** Request headers the Web UI and the CLI send to a codec server. */
+/** Request headers the Web UI and the `temporal` CLI send to a codec server. */
 const ALLOWED_HEADERS = ['content-type', 'x-namespace', 'authorization', 'authorization-extras'];
 /** History batches can hold many payloads of up to 2 MB each (Temporal's blob limit). */
 const BODY_LIMIT = '16mb';
@@ -37,11 +40,101 @@ const DECISIONS = ['resolve', 'approve', 'reprocess'];
  */
 export type StatusLookup = (workflowId: string) => Promise<{ state: string; hold?: string } | undefined>;
 
+/**
+ * Failed token checks (sign-in form, bearer tokens) one source address may make per
+ * {@link SIGN_IN_WINDOW_MS} before it gets 429: a person mistyping is never near it, a guessing loop
+ * (277 tries a second were measured without it) is stopped.
+ */
+export const FAILED_SIGN_INS_PER_SOURCE = 30;
+/**
+ * Browser sign-ins per operator per window: each one opens a session row, and a token that signs in
+ * more often than a person does is being used by something else. The token itself keeps working.
+ */
+export const SIGN_INS_PER_OPERATOR = 10;
+export const SIGN_IN_WINDOW_MS = 10 * 60_000;
+
+/**
+ * Authenticates operators by their token for the codec server and the operator API alike, and stops
+ * a source address that keeps presenting wrong tokens: one budget across both, per receiver.
+ */
+export class OperatorGate {
+  readonly failures = new AttemptCounter({
+    attempts: FAILED_SIGN_INS_PER_SOURCE,
+    windowMs: SIGN_IN_WINDOW_MS,
+  });
+
+  constructor(readonly operators: OperatorStore) {}
+
+  /** The client's address: the peer's, or what a proxy TRUST_PROXY names says (Express's `req.ip`). */
+  source(req: Request): string {
+    return req.ip ?? req.socket.remoteAddress ?? 'unknown';
+  }
+
+  /** Seconds this request's source must wait before its next token check, 0 when it may go on. */
+  retryAfterSeconds(req: Request): number {
+    return this.failures.retryAfterSeconds(this.source(req));
+  }
+
+  /** The enabled operator a token belongs to; a wrong token counts against the request's source. */
+  async check(req: Request, token: string): Promise<OperatorAccount | undefined> {
+    const account = await this.operators.authenticate(token);
+    if (!account) this.failures.record(this.source(req));
+    return account;
+  }
+
+  /**
+   * Middleware for JSON endpoints that take only a bearer token (the operator API): the operator in
+   * `res.locals.operator`, else 401, 429 (with Retry-After) or 503, each as `{error, code}`.
+   */
+  requireBearer(logger: Logger): RequestHandler {
+    return async (req, res, next) => {
+      res.set('Cache-Control', 'no-store');
+      const wait = this.retryAfterSeconds(req);
+      if (wait > 0)
+        return void tooManyFailures(res, wait).json({ error: failuresMessage(wait), code: 'rate_limited' });
+      const bearer = bearerToken(req);
+      let account: OperatorAccount | undefined;
+      try {
+        account = bearer === undefined ? undefined : await this.check(req, bearer);
+      } catch (err) {
+        logger.error({ err: errorMessage(err) }, 'cannot check operator accounts');
+        return void res
+          .status(503)
+          .json({ error: 'cannot check operator accounts now; try again', code: 'unavailable' });
+      }
+      if (!account) {
+        res.set('WWW-Authenticate', 'Bearer realm="replyflow"');
+        return void res.status(401).json({
+          error:
+            'an operator token is required (Authorization: Bearer); a disabled or rotated one no longer counts',
+          code: 'token_refused',
+        });
+      }
+      res.locals.operator = account;
+      next();
+    };
+  }
+}
+
+/** The token of an `Authorization: Bearer …` header; undefined for none or another scheme. */
+function bearerToken(req: Request): string | undefined {
+  return /^Bearer\s+(\S+)\s*$/i.exec(req.get('authorization') ?? '')?.[1];
+}
+
+function tooManyFailures(res: Response, seconds: number): Response {
+  return res.status(429).set('Retry-After', String(seconds));
+}
+
+const failuresMessage = (seconds: number) =>
+  `too many failed sign-ins from this address; try again in ${seconds} s`;
+
 export interface CodecServerOptions {
   /** The payload codec: its current key encrypts and (through HKDF) keys the seals and sessions. */
   codec: AesGcmPayloadCodec;
-  /** Who may call: enabled operator accounts, checked on every request. */
-  operators: OperatorStore;
+  /** Who may call: enabled operator accounts, checked on every request, and the source limit. */
+  gate: OperatorGate;
+  /** Browser sessions: one row per sign-in, revoked by signing out. */
+  sessions: CodecSessionStore;
   /** Browser origins allowed to call (the Web UI's); requests from others get no CORS headers. */
   corsOrigins: string[];
   /**
@@ -49,6 +142,8 @@ export interface CodecServerOptions {
    * hold (what an operator types in the Web UI) to what the workflow awaits now.
    */
   statusOf: StatusLookup;
+  /** Mark the session cookie `Secure` even where the request did not arrive over TLS. @default false */
+  cookieSecure?: boolean;
   /** How long a browser login lasts. @default 12 hours */
   sessionMs?: number;
   logger: Logger;
@@ -64,26 +159,23 @@ export function codecServerOptions(
 ): CodecServerOptions {
   return {
     codec: payloadCodec(encryptionKey, keyring(config)),
-    operators: createOperatorStore(pool),
+    gate: new OperatorGate(createOperatorStore(pool)),
+    sessions: createCodecSessionStore(pool),
     statusOf,
     corsOrigins:
       config.CODEC_CORS_ORIGINS.length > 0 ? config.CODEC_CORS_ORIGINS : uiOrigins(config.TEMPORAL_UI_URL),
+    cookieSecure: config.CODEC_COOKIE_SECURE,
     logger,
   };
 }
 
-/** The UI's origin, and its twin for a browser that opened it as localhost instead of 127.0.0.1. */
+/**
+ * The UI's origin exactly as it is bound. No `localhost` twin of `127.0.0.1` (or back): browsers try
+ * `::1` first for localhost, where another user of this machine may listen and serve a page of their
+ * own under that origin. A UI opened under another name is listed in CODEC_CORS_ORIGINS.
+ */
 export function uiOrigins(uiUrl: string | undefined): string[] {
-  if (!uiUrl) return [];
-  const url = new URL(uiUrl);
-  const twins: Record<string, string> = { '127.0.0.1': 'localhost', localhost: '127.0.0.1' };
-  const origins = [url.origin];
-  const twin = twins[url.hostname];
-  if (twin) {
-    url.hostname = twin;
-    origins.push(url.origin);
-  }
-  return origins;
+  return uiUrl ? [new URL(uiUrl).origin] : [];
 }
 
 const jsonPayload = z.object({
@@ -100,11 +192,15 @@ const { Payloads } = temporal.api.common.v1;
 
 /** Who a browser session belongs to, and until when. */
 export interface SessionClaims {
+  /** The session's row (codec_sessions): signing out revokes it. */
+  sessionId: string;
   operator: string;
   /** The credential the operator logged in with: a rotation ends the session. */
   credentialId: string;
   expiresAt: number;
 }
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 function sessionMac(payloadKey: Buffer, encodedClaims: string): Buffer {
   return createHmac('sha256', derivedKey(payloadKey, 'codec session v1')).update(encodedClaims).digest();
@@ -129,24 +225,32 @@ function openSessionValue(
   const expected = sessionMac(payloadKey, encoded);
   if (!macMatches(given, expected)) return undefined;
   const claims = JSON.parse(Buffer.from(encoded, 'base64url').toString('utf8')) as SessionClaims;
-  return claims.expiresAt > now ? claims : undefined;
+  // A cookie from before sessions had rows names none: its browser signs in again.
+  const named = typeof claims.sessionId === 'string' && UUID.test(claims.sessionId);
+  return named && claims.expiresAt > now ? claims : undefined;
 }
 
+/** A cookie's value; one that is not valid percent-encoding is no value (no session), not an error. */
 function cookieValue(req: Request, name: string): string | undefined {
   for (const part of (req.headers.cookie ?? '').split(';')) {
     const at = part.indexOf('=');
-    if (at > 0 && part.slice(0, at).trim() === name) return decodeURIComponent(part.slice(at + 1).trim());
+    if (at <= 0 || part.slice(0, at).trim() !== name) continue;
+    try {
+      return decodeURIComponent(part.slice(at + 1).trim());
+    } catch {
+      return undefined;
+    }
   }
   return undefined;
 }
 
 /** Thrown for a payload /codec/encode will not seal; the message names the problem, never the content. */
-class NotADecisionError extends Error {
+export class NotADecisionError extends Error {
   override name = 'NotADecisionError';
 }
 
 /** Thrown when the workflow's status, needed to bind a decision to its hold, cannot be read now. */
-class StatusUnavailableError extends Error {
+export class StatusUnavailableError extends Error {
   override name = 'StatusUnavailableError';
 }
 
@@ -246,7 +350,9 @@ export function decisionSealer(options: Pick<CodecServerOptions, 'codec' | 'stat
 }
 
 export function codecRouter(options: CodecServerOptions): express.Router {
-  const { codec, operators, logger } = options;
+  const { codec, gate, sessions, logger } = options;
+  const { operators } = gate;
+  const signIns = new AttemptCounter({ attempts: SIGN_INS_PER_OPERATOR, windowMs: SIGN_IN_WINDOW_MS });
   const sessionMs = options.sessionMs ?? 12 * 3_600_000;
   const origins = new Set(options.corsOrigins);
   const router = express.Router();
@@ -278,24 +384,33 @@ export function codecRouter(options: CodecServerOptions): express.Router {
   });
 
   /**
-   * The enabled operator behind a request: its bearer token (looked up by hash), else its session
-   * cookie, whose operator must still be enabled with the same credential. Checked against the
-   * database every time, so a disabled or rotated operator is refused at once.
+   * The operator of a session cookie: its row still open (not signed out, not expired), its operator
+   * still enabled with the credential it signed in with. Checked against the database every time, so
+   * a sign-out, a disable or a rotation ends it at once.
    */
-  async function operatorOf(req: Request): Promise<OperatorAccount | undefined> {
-    const authorization = req.get('authorization');
-    if (authorization !== undefined) {
-      const bearer = /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1];
-      return bearer === undefined ? undefined : operators.authenticate(bearer);
-    }
+  async function sessionOperator(req: Request): Promise<OperatorAccount | undefined> {
     const claims = openSessionValue(payloadKey, cookieValue(req, SESSION_COOKIE));
-    if (!claims) return undefined;
+    if (!claims || !(await sessions.isOpen(claims.sessionId))) return undefined;
     const account = await operators.get(claims.operator);
     return account && !account.disabled && account.credentialId === claims.credentialId ? account : undefined;
   }
 
+  /**
+   * The enabled operator behind a request: its bearer token (looked up by hash; a wrong one counts
+   * against the source's limit), else its session cookie.
+   */
+  async function operatorOf(req: Request): Promise<OperatorAccount | undefined> {
+    if (req.get('authorization') !== undefined) {
+      const bearer = bearerToken(req);
+      return bearer === undefined ? undefined : gate.check(req, bearer);
+    }
+    return sessionOperator(req);
+  }
+
   const requireOperator = async (req: Request, res: Response, next: NextFunction) => {
     res.set('Cache-Control', 'no-store');
+    const wait = gate.retryAfterSeconds(req);
+    if (wait > 0) return void tooManyFailures(res, wait).json({ error: failuresMessage(wait) });
     let account: OperatorAccount | undefined;
     try {
       account = await operatorOf(req);
@@ -360,15 +475,25 @@ export function codecRouter(options: CodecServerOptions): express.Router {
     },
   );
 
+  /**
+   * Secure when configured (CODEC_COOKIE_SECURE) or when the request came over TLS, directly or as a
+   * trusted proxy says (TRUST_PROXY): a client's own X-Forwarded-Proto is never believed.
+   */
+  const cookieOptions = (req: Request) => ({
+    path: CODEC_PATH,
+    httpOnly: true,
+    // The UI and the codec endpoint share a host (same site), nothing else may use it.
+    sameSite: 'strict' as const,
+    secure: Boolean(options.cookieSecure) || req.secure,
+  });
+
   const sealDecisions = decisionSealer(options);
   router.get(`${CODEC_PATH}/login`, async (req: Request, res: Response) => {
-    const claims = openSessionValue(payloadKey, cookieValue(req, SESSION_COOKIE));
-    const account = claims && (await operators.get(claims.operator).catch(() => undefined));
-    const current = account && !account.disabled && account.credentialId === claims?.credentialId;
+    const account = await sessionOperator(req).catch(() => undefined);
     res
       .set('Cache-Control', 'no-store')
       .type('html')
-      .send(current ? signedInPage(account, endpointOf(req)) : loginPage());
+      .send(account ? signedInPage(account, endpointOf(req)) : loginPage());
   });
 
   router.post(
@@ -376,23 +501,51 @@ export function codecRouter(options: CodecServerOptions): express.Router {
     express.urlencoded({ extended: false, limit: '4kb' }),
     async (req: Request, res: Response) => {
       res.set('Cache-Control', 'no-store');
+      const fromSource = gate.retryAfterSeconds(req);
+      if (fromSource > 0) {
+        logger.warn('codec login limited: too many failed sign-ins from one address');
+        return void tooManyFailures(res, fromSource)
+          .type('html')
+          .send(loginPage(failuresMessage(fromSource)));
+      }
       const token = typeof req.body?.token === 'string' ? req.body.token.trim() : '';
-      const account = token ? await operators.authenticate(token) : undefined;
+      let account: OperatorAccount | undefined;
+      try {
+        account = await gate.check(req, token);
+      } catch (err) {
+        logger.error({ err: errorMessage(err) }, 'codec: cannot check operator accounts');
+        return void res.status(503).type('html').send(loginPage('Cannot sign in just now: try again.'));
+      }
       if (!account) {
         logger.warn('codec login refused');
-        return void res.status(401).type('html').send(loginPage('refused'));
+        return void res
+          .status(401)
+          .type('html')
+          .send(loginPage('That token is not valid (unknown, disabled or rotated).'));
       }
-      const claims = {
-        operator: account.name,
-        credentialId: account.credentialId,
-        expiresAt: Date.now() + sessionMs,
-      };
-      // SameSite=Strict: the UI and the codec endpoint share a host (same site), nothing else may use it.
+      const forOperator = signIns.retryAfterSeconds(account.name);
+      if (forOperator > 0) {
+        logger.warn({ operator: account.name }, 'codec login limited: too many sign-ins for one operator');
+        return void tooManyFailures(res, forOperator)
+          .type('html')
+          .send(loginPage(`too many sign-ins for this operator; try again in ${forOperator} s`));
+      }
+      signIns.record(account.name);
+      const expiresAt = Date.now() + sessionMs;
+      let sessionId: string;
+      try {
+        sessionId = await sessions.open({
+          operator: account.name,
+          credentialId: account.credentialId,
+          expiresAt: new Date(expiresAt),
+        });
+      } catch (err) {
+        logger.error({ err: errorMessage(err) }, 'codec: cannot open a session');
+        return void res.status(503).type('html').send(loginPage('Cannot sign in just now: try again.'));
+      }
+      const claims = { sessionId, operator: account.name, credentialId: account.credentialId, expiresAt };
       res.cookie(SESSION_COOKIE, sessionValue(payloadKey, claims), {
-        path: CODEC_PATH,
-        httpOnly: true,
-        sameSite: 'strict',
-        secure: req.secure,
+        ...cookieOptions(req),
         maxAge: sessionMs,
       });
       logger.info({ operator: account.name }, 'codec login');
@@ -400,14 +553,21 @@ export function codecRouter(options: CodecServerOptions): express.Router {
     },
   );
 
-  router.post(`${CODEC_PATH}/logout`, (req: Request, res: Response) => {
-    res.clearCookie(SESSION_COOKIE, {
-      path: CODEC_PATH,
-      httpOnly: true,
-      sameSite: 'strict',
-      secure: req.secure,
-    });
-    res.set('Cache-Control', 'no-store').type('html').send(loginPage());
+  // Ends the session on the server too: a copy of the cookie taken before is worth nothing after.
+  router.post(`${CODEC_PATH}/logout`, async (req: Request, res: Response) => {
+    res.set('Cache-Control', 'no-store');
+    const claims = openSessionValue(payloadKey, cookieValue(req, SESSION_COOKIE));
+    if (claims) {
+      try {
+        await sessions.revoke(claims.sessionId);
+      } catch (err) {
+        logger.error({ err: errorMessage(err) }, 'codec: cannot sign out');
+        return void res.status(503).type('html').send(loginPage('Could not sign out just now: try again.'));
+      }
+      logger.info({ operator: claims.operator }, 'codec logout');
+    }
+    res.clearCookie(SESSION_COOKIE, cookieOptions(req));
+    res.type('html').send(loginPage());
   });
 
   return router;
@@ -430,8 +590,9 @@ credentials</b> and apply; then reload the page.</p>
 <form method="post" action="${CODEC_PATH}/logout"><button type="submit">Sign out</button></form>`);
 }
 
-function loginPage(state?: 'refused'): string {
-  return page(`${state === 'refused' ? '<p id="codec-status" role="alert">That token is not valid (unknown, disabled or rotated).</p>' : ''}
+/** The sign-in form, after `problem` when the last attempt did not sign in. */
+function loginPage(problem?: string): string {
+  return page(`${problem ? `<p id="codec-status" role="alert">${escapeHtml(problem)}</p>` : ''}
 <form method="post" action="${CODEC_PATH}/login">
 <label>Operator token <input type="password" name="token" autocomplete="off" required></label>
 <button type="submit">Sign in</button></form>

@@ -1,7 +1,8 @@
 // Runs the CLI for tests: in-process through run(argv, io) with captured output, a scripted
-// confirmation and a scripted secret, or as the real `bin/replyflow.js` in a child process; both
-// against the test servers and a receiver whose codec server the CLI goes through, as an operator
-// (REPLYFLOW_OPERATOR_TOKEN) and without any payload key, as operators run it.
+// confirmation and a scripted secret, or as the real `bin/replyflow.js` in a child process. Operator
+// commands get what an operator's machine has: replyflow's URL (a receiver on the test servers) and
+// the operator's token (REPLYFLOW_OPERATOR_TOKEN), no database, no Temporal address, no payload key.
+// The admin's commands (`operator …`, `purge`) get the database as well.
 import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
@@ -21,7 +22,7 @@ export interface CliResult {
 
 let codecReceiver: Promise<ReceiverHandle> | undefined;
 
-/** The receiver whose /codec the CLI uses: started once per run, stopped with the servers. */
+/** The receiver the CLI talks to (its operator API, its codec server): started once per run, stopped with the servers. */
 export function cliCodecReceiver(): Promise<ReceiverHandle> {
   codecReceiver ??= (async () => {
     const receiver = await startTestReceiver({
@@ -36,17 +37,26 @@ export function cliCodecReceiver(): Promise<ReceiverHandle> {
 
 /** A token file location of this run's own: the tests never read or write a real user's login. */
 const TOKEN_DIR = mkdtempSync(path.join(os.tmpdir(), 'replyflow-cli-'));
+/** An empty data dir: the CLI must not find a `replyflow start` of this checkout to lean on. */
+const NO_DATA_DIR = mkdtempSync(path.join(os.tmpdir(), 'replyflow-cli-data-'));
 
-/** The environment a CLI user would set to reach the test servers; `as` puts that operator's token in it. */
+/** Commands an admin runs where the database is reachable; every other command is an operator's. */
+const ADMIN_COMMANDS = new Set(['operator', 'purge']);
+
+/**
+ * The environment a CLI user would set to reach the test system for `argv`; `as` puts that
+ * operator's token in it. Only the admin's commands are given a database.
+ */
 export async function cliEnv(
+  argv: string[],
   as?: TestOperator,
   extra: Record<string, string | undefined> = {},
 ): Promise<Record<string, string>> {
-  const [server, db, receiver] = await Promise.all([devServer(), database(), cliCodecReceiver()]);
+  const receiver = await cliCodecReceiver();
   const env: Record<string, string | undefined> = {
-    TEMPORAL_ADDRESS: server.address,
-    DATABASE_URL: db.url,
-    REPLYFLOW_CODEC_URL: `${receiver.url}/codec`,
+    REPLYFLOW_URL: receiver.url,
+    DATABASE_URL: ADMIN_COMMANDS.has(argv[0] ?? '') ? (await database()).url : undefined,
+    REPLYFLOW_DATA_DIR: NO_DATA_DIR,
     REPLYFLOW_OPERATOR_TOKEN: as?.token,
     REPLYFLOW_OPERATOR_TOKEN_FILE: path.join(TOKEN_DIR, 'no-login-here'),
     LOG_LEVEL: 'silent',
@@ -80,7 +90,7 @@ export async function cli(argv: string[], options: InProcessOptions = {}): Promi
   let stdout = '';
   let stderr = '';
   const code = await run(argv, {
-    env: await cliEnv(options.as, options.env),
+    env: await cliEnv(argv, options.as, options.env),
     stdout: { write: (text: string) => (stdout += text) },
     stderr: { write: (text: string) => (stderr += text) },
     confirm: options.confirm ?? (async () => false),
@@ -104,9 +114,10 @@ export async function cliProcess(
   argv: string[],
   options: { as?: TestOperator; env?: Record<string, string | undefined>; input?: string } = {},
 ): Promise<CliResult> {
-  const childEnv = { ...process.env, ...(await cliEnv(options.as, options.env)) };
-  // A key in the test process's environment must not help the CLI: it has to do without one.
-  delete childEnv.REPLYFLOW_ENCRYPTION_KEY;
+  const childEnv: NodeJS.ProcessEnv = { ...process.env };
+  // What the test process has must not help the CLI: it does without a key, a database and Temporal.
+  for (const name of ['REPLYFLOW_ENCRYPTION_KEY', 'DATABASE_URL', 'TEMPORAL_ADDRESS']) delete childEnv[name];
+  Object.assign(childEnv, await cliEnv(argv, options.as, options.env));
   const child = spawn(process.execPath, [BIN, ...argv], { env: childEnv, stdio: ['pipe', 'pipe', 'pipe'] });
   child.stdin.end(options.input ?? '');
   let stdout = '';

@@ -1,5 +1,6 @@
 // What the receiver tests share: signed webhook requests as senders make them, a receiver started on
 // port 0, a captured log, and reading counters out of the Prometheus text.
+import http from 'node:http';
 import { Writable } from 'node:stream';
 import type { Client } from '@temporalio/client';
 import type { Config } from '../../src/config';
@@ -171,4 +172,33 @@ export function capturedLogger(): {
         .filter((l) => l.trim() !== '')
         .map((l) => JSON.parse(l) as Record<string, unknown>),
   };
+}
+
+/**
+ * One HTTP request from a chosen loopback address (all of 127/8 is this machine): another client, as
+ * far as the receiver can tell (per-source limits).
+ */
+export function requestFrom(
+  localAddress: string,
+  url: string,
+  init: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; text: string }> {
+  return new Promise((resolve, reject) => {
+    const request = http.request(
+      url,
+      { method: init.method ?? 'GET', headers: init.headers, localAddress },
+      (response) => {
+        let text = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => {
+          text += chunk;
+        });
+        response.on('end', () =>
+          resolve({ status: response.statusCode ?? 0, headers: response.headers, text }),
+        );
+      },
+    );
+    request.once('error', reject);
+    request.end(init.body);
+  });
 }

@@ -3,15 +3,22 @@
 // refused at once), decode for any operator, encode only for decisions, each sealed for the operator
 // who asked, and CORS for the Web UI's origin.
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { temporal } from '@temporalio/proto';
 import { ConfigError, loadConfig } from '../../src/config';
 import { createOperatorStore } from '../../src/db/operators';
 import { openSeal } from '../../src/decision-seal';
 import type { ReceiverHandle } from '../../src/receiver';
 import { connectClient, payloadCodec } from '../../src/temporal/client';
-import { SESSION_COOKIE, sessionValue } from '../../src/temporal/codec-server';
+import {
+  FAILED_SIGN_INS_PER_SOURCE,
+  SESSION_COOKIE,
+  SIGN_INS_PER_OPERATOR,
+  sessionValue,
+  uiOrigins,
+} from '../../src/temporal/codec-server';
 import { type TestOperator, testOperator } from '../helpers/operators';
-import { capturedLogger, startTestReceiver } from '../helpers/receiver';
+import { capturedLogger, requestFrom, startTestReceiver } from '../helpers/receiver';
 import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
 import { sandboxEvent, testConfig, uniqueId } from '../helpers/system';
 
@@ -85,6 +92,7 @@ describe('codec server: operators decode, and encode only sealed decisions (rece
   it('answers 401 without a valid operator, and decodes, encodes and names nobody', async () => {
     const body = { payloads: await encrypted({ secret: SECRET_TEXT }) };
     const forged = sessionValue(Buffer.alloc(32, 9), {
+      sessionId: randomUUID(),
       operator: ana.account.name,
       credentialId: ana.account.credentialId,
       expiresAt: Date.now() + 60_000,
@@ -238,6 +246,7 @@ describe('codec server: operators decode, and encode only sealed decisions (rece
     assert.ok(opened.ok && opened.claims.operator === ana.account.name);
 
     const expired = sessionValue(Buffer.from(TEST_ENCRYPTION_KEY, 'base64'), {
+      sessionId: randomUUID(),
       operator: ana.account.name,
       credentialId: ana.account.credentialId,
       expiresAt: Date.now() - 1000,
@@ -335,5 +344,216 @@ describe('codec server: operators decode, and encode only sealed decisions (rece
       loadConfig({ CODEC_CORS_ORIGINS: 'http://127.0.0.1:8233, https://ui.example' }).CODEC_CORS_ORIGINS,
       ['http://127.0.0.1:8233', 'https://ui.example'],
     );
+  });
+});
+
+describe('codec server: sessions, sign-in limits, cookies and origins (receiver, HTTP, PostgreSQL)', function () {
+  this.timeout(120_000);
+  const receivers: ReceiverHandle[] = [];
+  /** A receiver of its own (its own limits and settings), stopped after the suite. */
+  const receiverWith = async (env: Record<string, string> = {}) => {
+    const receiver = await startTestReceiver({
+      config: testConfig(env),
+      temporalAddress: (await devServer()).address,
+    });
+    receivers.push(receiver);
+    return receiver;
+  };
+  after(async () => {
+    for (const receiver of receivers) await receiver.stop();
+  });
+
+  const loginForm = (token: string) => ({
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ token }).toString(),
+  });
+  const cookieOf = (setCookie: string | string[] | undefined) =>
+    String(Array.isArray(setCookie) ? setCookie[0] : setCookie).split(';')[0]!;
+  const whoamiWith = (receiver: ReceiverHandle, headers: Record<string, string>) =>
+    fetch(`${receiver.url}/codec/whoami`, { headers });
+
+  it('ends the session on sign-out for good: a copy of the cookie no longer counts, other sessions do', async () => {
+    const receiver = await receiverWith();
+    const op = await testOperator(['view']);
+    const signIn = async () =>
+      cookieOf(
+        (await requestFrom('127.0.0.1', `${receiver.url}/codec/login`, loginForm(op.token))).headers[
+          'set-cookie'
+        ],
+      );
+    const [laptop, phone] = [await signIn(), await signIn()];
+    assert.equal((await whoamiWith(receiver, { cookie: laptop })).status, 200);
+
+    const out = await fetch(`${receiver.url}/codec/logout`, { method: 'POST', headers: { cookie: laptop } });
+    assert.equal(out.status, 200);
+    assert.match(out.headers.get('set-cookie') ?? '', new RegExp(`^${SESSION_COOKIE}=;`));
+    // Whoever copied the cookie before sign-out (a shared machine, a stolen profile) holds nothing now.
+    assert.equal((await whoamiWith(receiver, { cookie: laptop })).status, 401);
+    assert.equal(
+      (
+        await fetch(`${receiver.url}/codec/decode`, {
+          method: 'POST',
+          headers: { cookie: laptop, 'content-type': 'application/json' },
+          body: JSON.stringify({ payloads: [] }),
+        })
+      ).status,
+      401,
+    );
+    assert.match(
+      await (await fetch(`${receiver.url}/codec/login`, { headers: { cookie: laptop } })).text(),
+      /Operator token/,
+    );
+    assert.equal(
+      (await whoamiWith(receiver, { cookie: phone })).status,
+      200,
+      'another sign-in of the same operator stays',
+    );
+  });
+
+  it('limits failed sign-ins and token checks per source address: 429 with Retry-After, other addresses unaffected', async () => {
+    const receiver = await receiverWith();
+    const op = await testOperator(['view']);
+    const wrong = 'rfo_guessed-0123456789abcdefghijklmnopqrstuvwxyzABCDE';
+    const source = '127.0.0.23';
+    const statuses: number[] = [];
+    for (let i = 0; i < FAILED_SIGN_INS_PER_SOURCE; i++) {
+      const guess =
+        i % 2 === 0
+          ? await requestFrom(source, `${receiver.url}/codec/login`, loginForm(wrong))
+          : await requestFrom(source, `${receiver.url}/codec/whoami`, {
+              headers: { authorization: `Bearer ${wrong}` },
+            });
+      statuses.push(guess.status);
+    }
+    assert.deepEqual(new Set(statuses), new Set([401]), 'every guess within the limit is judged');
+
+    const limited = [
+      await requestFrom(source, `${receiver.url}/codec/login`, loginForm(op.token)),
+      await requestFrom(source, `${receiver.url}/codec/whoami`, {
+        headers: { authorization: `Bearer ${op.token}` },
+      }),
+      // A header the client writes itself does not make it another source (no proxy is trusted here).
+      await requestFrom(source, `${receiver.url}/codec/login`, {
+        ...loginForm(op.token),
+        headers: { ...loginForm(op.token).headers, 'x-forwarded-for': '10.1.2.3' },
+      }),
+    ];
+    for (const answer of limited) {
+      assert.equal(answer.status, 429);
+      const retryAfter = Number(answer.headers['retry-after']);
+      assert.ok(
+        Number.isInteger(retryAfter) && retryAfter > 0 && retryAfter <= 600,
+        `Retry-After ${retryAfter}`,
+      );
+      assert.match(answer.text, /too many failed sign-ins from this address/);
+      assert.equal(answer.headers['set-cookie'], undefined);
+    }
+    const elsewhere = await requestFrom('127.0.0.24', `${receiver.url}/codec/whoami`, {
+      headers: { authorization: `Bearer ${op.token}` },
+    });
+    assert.equal(elsewhere.status, 200, 'another address is not limited');
+  });
+
+  it('limits sign-ins per operator: 429 with Retry-After for that operator only', async () => {
+    const receiver = await receiverWith();
+    const [busy, other] = await Promise.all([testOperator(['view']), testOperator(['view'])]);
+    const source = '127.0.0.25';
+    for (let i = 0; i < SIGN_INS_PER_OPERATOR; i++) {
+      const ok = await requestFrom(source, `${receiver.url}/codec/login`, loginForm(busy.token));
+      assert.equal(ok.status, 200, `sign-in ${i + 1}`);
+    }
+    const limited = await requestFrom('127.0.0.26', `${receiver.url}/codec/login`, loginForm(busy.token));
+    assert.equal(limited.status, 429, 'from any address');
+    assert.ok(Number(limited.headers['retry-after']) > 0);
+    assert.match(limited.text, /too many sign-ins for this operator/);
+    assert.equal(limited.headers['set-cookie'], undefined);
+    assert.equal(
+      (await requestFrom(source, `${receiver.url}/codec/login`, loginForm(other.token))).status,
+      200,
+    );
+    assert.equal(
+      (
+        await requestFrom(source, `${receiver.url}/codec/whoami`, {
+          headers: { authorization: `Bearer ${busy.token}` },
+        })
+      ).status,
+      200,
+      'the token itself keeps working: only new sessions are limited',
+    );
+  });
+
+  it('answers a cookie with a malformed % escape as no session: 401, never 5xx', async () => {
+    const receiver = await receiverWith();
+    for (const value of ['%E0%A4%A', '%', 'abc%zz.def']) {
+      const cookie = { cookie: `${SESSION_COOKIE}=${value}` };
+      assert.equal((await whoamiWith(receiver, cookie)).status, 401, value);
+      const decode = await fetch(`${receiver.url}/codec/decode`, {
+        method: 'POST',
+        headers: { ...cookie, 'content-type': 'application/json' },
+        body: JSON.stringify({ payloads: [] }),
+      });
+      assert.equal(decode.status, 401, value);
+      const page = await fetch(`${receiver.url}/codec/login`, { headers: cookie });
+      assert.equal(page.status, 200, value);
+      assert.match(await page.text(), /Operator token/);
+      assert.equal(
+        (await fetch(`${receiver.url}/codec/logout`, { method: 'POST', headers: cookie })).status,
+        200,
+      );
+    }
+  });
+
+  it('marks the cookie Secure when configured, or behind TLS a trusted proxy reports, and only then', async () => {
+    const op = await testOperator(['view']);
+    const setCookieOf = async (receiver: ReceiverHandle, headers: Record<string, string> = {}) => {
+      const form = loginForm(op.token);
+      const answer = await requestFrom('127.0.0.1', `${receiver.url}/codec/login`, {
+        ...form,
+        headers: { ...form.headers, ...headers },
+      });
+      assert.equal(answer.status, 200);
+      return { cookie: String(answer.headers['set-cookie']), page: answer.text };
+    };
+    const plain = await receiverWith();
+    const configured = await receiverWith({ CODEC_COOKIE_SECURE: 'true' });
+    const behindProxy = await receiverWith({ TRUST_PROXY: 'loopback' });
+
+    assert.doesNotMatch((await setCookieOf(plain)).cookie, /;\s*Secure/i);
+    assert.doesNotMatch(
+      (await setCookieOf(plain, { 'x-forwarded-proto': 'https' })).cookie,
+      /;\s*Secure/i,
+      'a header any client can write does not make the connection TLS',
+    );
+    assert.match((await setCookieOf(configured)).cookie, /;\s*Secure/i);
+    const proxied = await setCookieOf(behindProxy, { 'x-forwarded-proto': 'https' });
+    assert.match(proxied.cookie, /;\s*Secure/i);
+    assert.match(proxied.page, /<code>https:\/\//, 'the endpoint shown for the UI is the https one');
+    assert.doesNotMatch(
+      (await setCookieOf(behindProxy)).cookie,
+      /;\s*Secure/i,
+      'plain http through the proxy',
+    );
+  });
+
+  it('allows only the Web UI origin really bound, not its localhost twin another user could bind', async () => {
+    const receiver = await receiverWith({ TEMPORAL_UI_URL: 'http://127.0.0.1:8233' });
+    const preflight = (origin: string) =>
+      fetch(`${receiver.url}/codec/decode`, {
+        method: 'OPTIONS',
+        headers: {
+          origin,
+          'access-control-request-method': 'POST',
+          'access-control-request-headers': 'content-type,x-namespace',
+        },
+      });
+    assert.equal((await preflight('http://127.0.0.1:8233')).status, 204);
+    for (const twin of ['http://localhost:8233', 'http://[::1]:8233']) {
+      const answer = await preflight(twin);
+      assert.equal(answer.status, 403, twin);
+      assert.equal(answer.headers.get('access-control-allow-origin'), null, twin);
+    }
+    assert.deepEqual(uiOrigins('http://127.0.0.1:8233/namespaces/default'), ['http://127.0.0.1:8233']);
+    assert.deepEqual(uiOrigins('http://localhost:8080'), ['http://localhost:8080']);
   });
 });

@@ -89,4 +89,19 @@ describe('configuration read once at start (src/config.ts)', () => {
     assert.equal(parseDuration('7d'), 604_800_000);
     assert.equal(parseDuration('7 days'), undefined);
   });
+
+  it('trusts only the proxies named, and refuses settings that would trust every client', () => {
+    assert.deepEqual(loadConfig({}).TRUST_PROXY, []);
+    assert.deepEqual(loadConfig({ TRUST_PROXY: 'loopback, 10.0.0.0/8, fd00::1' }).TRUST_PROXY, [
+      'loopback',
+      '10.0.0.0/8',
+      'fd00::1',
+    ]);
+    for (const everyone of ['true', '1', '10.0.0.0/33', 'proxy.example', '10.0.0.1/8/1'])
+      assert.throws(
+        () => loadConfig({ TRUST_PROXY: everyone }),
+        (err: unknown) => err instanceof ConfigError && err.problems[0]!.startsWith('TRUST_PROXY:'),
+        everyone,
+      );
+  });
 });
