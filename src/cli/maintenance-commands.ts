@@ -171,6 +171,11 @@ function printReconcile(io: CliIo, report: ReconcileReport): void {
     report.heldWithoutAlert.map((h) => [h.workflowId, h.businessKey]),
   );
   section(
+    'held with no workflow waiting (terminated or cancelled)',
+    ['EFFECT ID', 'WORKFLOW ID', 'BUSINESS KEY', 'STATUS'],
+    report.unwatchedHolds.map((h) => [h.effectId, h.workflowId, h.businessKey, h.status]),
+  );
+  section(
     'events without an outcome',
     ['PROVIDER', 'EVENT ID', 'WORKFLOW ID', 'RECEIVED', 'WHY'],
     report.noOutcome.map((e) => [e.provider, e.eventId, e.workflowId, e.receivedAt, e.why]),

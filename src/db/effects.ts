@@ -424,6 +424,28 @@ export function createEffectsRepository(pool: Pool) {
         : undefined;
     },
 
+    /** Held rows last changed before `before`: what operators should be deciding. */
+    async heldSince(
+      before: Date,
+    ): Promise<{ effectId: string; workflowId: string; businessKey: string; status: EffectStatus }[]> {
+      const { rows } = await pool.query<{
+        id: string;
+        workflow_id: string;
+        business_key: string;
+        status: EffectStatus;
+      }>(
+        `SELECT id, workflow_id, business_key, status FROM effects
+          WHERE status = 'held' AND updated_at < $1 ORDER BY updated_at`,
+        [before],
+      );
+      return rows.map((r) => ({
+        effectId: r.id,
+        workflowId: r.workflow_id,
+        businessKey: r.business_key,
+        status: r.status,
+      }));
+    },
+
     /** When the effect was claimed: lookups scan the target's history from there. */
     async claimedAt(effectId: string): Promise<Date | undefined> {
       const { rows } = await pool.query<{ created_at: Date }>(

@@ -1,9 +1,11 @@
 // Compares the event ledger, the effects table and Temporal, and reports what does not add up: an
 // acknowledged event with no workflow, a send whose lease ran out long ago, held work nobody was
-// alerted about, an event without an outcome long after it should have one. Reads only.
+// alerted about, held work no workflow waits on (terminated, cancelled), an event without an
+// outcome long after it should have one. Reads only.
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import { tsToMs } from '@temporalio/common/lib/time';
 import { ReplyState } from '../../workflows/search-attributes';
+import { createEffectsRepository } from '../db/effects';
 import type { Pool } from '../db/pool';
 import { listWork, type WorkItem } from './workflows';
 
@@ -35,6 +37,14 @@ export interface UnalertedHeld {
   businessKey?: string;
 }
 
+/** A held effect whose workflow no longer waits for a decision. */
+export interface UnwatchedHold {
+  effectId: string;
+  workflowId: string;
+  businessKey: string;
+  status: string;
+}
+
 export interface ReconcileReport {
   checkedAt: string;
   /** The namespace's retention: older events may rightly have no workflow left. */
@@ -44,6 +54,13 @@ export interface ReconcileReport {
   ackedWithoutWorkflow: MissingWorkflow[];
   expiredLeases: ExpiredLease[];
   heldWithoutAlert: UnalertedHeld[];
+  /**
+   * Held effect rows whose workflow is not running held (it was terminated or cancelled): nothing
+   * will send them, and nobody is asked. (A held workflow never ends on its own; failed work that
+   * nobody reprocessed in time closes by design, and `failed --include-closed` lists it.) `temporal workflow reset` of that workflow
+   * lets operators decide again (docs/runbook.md, "What Temporal's own operations do to held work").
+   */
+  unwatchedHolds: UnwatchedHold[];
   noOutcome: NoOutcome[];
   /** Held and failed work awaiting an operator: not inconsistencies, counted for the overview. */
   awaitingOperator: { held: number; failed: number };
@@ -63,10 +80,11 @@ export async function reconcile(options: ReconcileOptions): Promise<ReconcileRep
   const checkedAt = new Date();
   const retentionMs = await namespaceRetention(client, options.namespace);
   const [held, failed] = await Promise.all([listWork(client, 'held'), listWork(client, 'failed')]);
-  const [events, expiredLeases, heldWithoutAlert] = await Promise.all([
+  const [events, expiredLeases, heldWithoutAlert, unwatchedHolds] = await Promise.all([
     checkEvents(options, retentionMs, checkedAt),
     findExpiredLeases(pool),
     findUnalertedHeld(pool, held, checkedAt),
+    findUnwatchedHolds(pool, held, checkedAt),
   ]);
   const report = {
     checkedAt: checkedAt.toISOString(),
@@ -75,6 +93,7 @@ export async function reconcile(options: ReconcileOptions): Promise<ReconcileRep
     ...events,
     expiredLeases,
     heldWithoutAlert,
+    unwatchedHolds,
     awaitingOperator: { held: held.length, failed: failed.length },
   };
   return {
@@ -83,7 +102,8 @@ export async function reconcile(options: ReconcileOptions): Promise<ReconcileRep
       report.ackedWithoutWorkflow.length +
         report.noOutcome.length +
         report.expiredLeases.length +
-        report.heldWithoutAlert.length ===
+        report.heldWithoutAlert.length +
+        report.unwatchedHolds.length ===
       0,
   };
 }
@@ -199,6 +219,13 @@ async function findUnalertedHeld(pool: Pool, held: WorkItem[], now: Date): Promi
         found.set(w.workflowId, { workflowId: w.workflowId, businessKey: w.businessKey });
   }
   return [...found.values()].sort((a, b) => a.workflowId.localeCompare(b.workflowId));
+}
+
+/** Held rows, settled a while, whose workflow is not among the running held work. */
+async function findUnwatchedHolds(pool: Pool, waiting: WorkItem[], now: Date): Promise<UnwatchedHold[]> {
+  const watched = new Set(waiting.map((w) => w.workflowId));
+  const rows = await createEffectsRepository(pool).heldSince(new Date(now.getTime() - ALERT_SLACK_MS));
+  return rows.filter((r) => !watched.has(r.workflowId));
 }
 
 async function forEachLimited<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {

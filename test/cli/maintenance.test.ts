@@ -86,6 +86,8 @@ describe('operator CLI: reconcile, audit, conversation, purge (dev server, Postg
     const unalertedIds = report.heldWithoutAlert.map((h) => h.workflowId);
     assert.ok(unalertedIds.includes(unalerted.workflowId), 'held with no alert');
     assert.ok(!unalertedIds.includes(alerted.workflowId), 'held and alerted');
+    const unwatched = report.unwatchedHolds.map((h) => h.effectId);
+    assert.ok(unwatched.includes(alerted.id), 'held, and no workflow waits on it');
     const noOutcome = report.noOutcome.find((e) => e.eventId === event.eventId);
     assert.match(noOutcome?.why ?? '', /workflow completed without an outcome/);
 

@@ -82,15 +82,17 @@ const UPDATES = { resolve: resolveUpdate, approve: approveUpdate, reprocess: rep
 
 /**
  * Executes a sealed decision as an update, bound (as the codec server binds it) to the hold the
- * workflow shows now: @returns the workflow's verdict (`Accepted: …` / `Rejected: …`).
+ * workflow shows now, or to `hold` (for a decision sent while the workflow cannot answer a query):
+ * @returns the workflow's verdict (`Accepted: …` / `Rejected: …`).
  */
 export async function decide(
   handle: WorkflowHandle,
   operator: TestOperator,
   decision: DecisionName,
   body: Omit<DecisionInput, 'seal' | 'workflowId'>,
+  hold?: string,
 ): Promise<string> {
-  const { hold } = await handle.query(statusQuery);
+  hold ??= (await handle.query(statusQuery)).hold;
   const sealed = sealFor(operator.account, { ...body, workflowId: handle.workflowId }, { decision, hold });
   return handle.executeUpdate(UPDATES[decision], { args: [sealed] });
 }
@@ -108,8 +110,9 @@ export async function operatorDecides(
   handle: WorkflowHandle,
   decision: DecisionName,
   body: Omit<DecisionInput, 'seal' | 'workflowId'>,
+  hold?: string,
 ): Promise<string> {
-  return decide(handle, (await staffOperators()).asker, decision, body);
+  return decide(handle, (await staffOperators()).asker, decision, body, hold);
 }
 
 /** The run's second operator approves the pending resend. @returns the verdict. */

@@ -54,7 +54,13 @@ describe('a decision that arrives while the send runs (dev server, PostgreSQL, H
           sandboxEvent({ conversationId, messageId: 'm1', target: 'sandbox-blind' }),
         );
         await eventually('the request reached the target', () => requestsFor(conversationId) === 1);
-        const deciding = operatorDecides(handle, 'resolve', { action: 'discard', reason: 'too soon' });
+        // Bound to a hold by hand: the workflow answers no query while its task runs the send.
+        const deciding = operatorDecides(
+          handle,
+          'resolve',
+          { action: 'discard', reason: 'too soon' },
+          'whatever-it-will-be:1',
+        );
         // Sent while the target still holds its answer.
         const inFlightWhenSent = fake.requests.find((r) => r.conversationId === conversationId)?.answeredAt;
         return { early: await deciding, inFlightWhenSent, result: await handle.result(), handle };
