@@ -5,6 +5,7 @@ import type { handleEvent } from '../../workflows';
 import { type ReplyState, type StatusView, statusQuery } from '../../workflows/messages';
 import { eventually } from './eventually';
 import { database } from './servers';
+import { sandboxEvent, uniqueId, type WorkerSuite } from './system';
 
 export async function startEvent(
   client: Client,
@@ -47,4 +48,21 @@ export async function auditRows(workflowId: string) {
     workflowId,
   ]);
   return rows;
+}
+
+/**
+ * A held item on the suite's blind sandbox target: each of `drops` sends is committed and its answer
+ * lost (the first makes it held; the next ones are what a resend will meet).
+ */
+export async function heldItem(suite: WorkerSuite, drops = 1) {
+  const conversationId = uniqueId('c');
+  suite.fake.next(...Array.from({ length: drops }, () => 'accept-then-drop' as const));
+  const handle = await startEvent(
+    suite.temporal.client,
+    suite.config.TEMPORAL_TASK_QUEUE,
+    sandboxEvent({ conversationId, messageId: 'm1', target: 'sandbox-blind' }),
+  );
+  await waitForState(handle, 'held');
+  const [row] = await effectRows(`chat:sandbox:${conversationId}:m1:answer`);
+  return { handle, conversationId, effectId: row.id as string };
 }

@@ -7,24 +7,21 @@
 // item can still be decided, with exactly one more request for one more approval. Real dev server,
 // PostgreSQL, the real `temporal` CLI.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { promisify } from 'node:util';
 import type { WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { openSeal } from '../../src/decision-seal';
 import type { ReceiverHandle } from '../../src/receiver';
-import { findTemporalCli } from '../../src/temporal/binaries';
 import { payloadCodec } from '../../src/temporal/client';
 import { approveUpdate, resolveUpdate, statusQuery } from '../../workflows/messages';
 import { eventually } from '../helpers/eventually';
 import { decide, type TestOperator, twoOperators } from '../helpers/operators';
 import { startTestReceiver } from '../helpers/receiver';
 import { devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { sandboxEvent, uniqueId, workerSuite } from '../helpers/system';
-import { auditRows, effectRows, startEvent, waitForState } from '../helpers/workflows';
+import { sandboxEvent, workerSuite } from '../helpers/system';
+import { temporalCli } from '../helpers/temporal-cli';
+import { auditRows, effectRows, heldItem, startEvent } from '../helpers/workflows';
 
-const run = promisify(execFile);
 const { EventType } = temporal.api.enums.v1;
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
@@ -38,15 +35,10 @@ describe('decisions under reset, terminate and cancel (dev server, PostgreSQL, t
     ({ asker: ana, approver: ben } = await twoOperators());
   });
 
-  /** `temporal …` against the suite's dev server, as anyone with access to Temporal runs it. */
-  const temporalCli = async (args: string[]) => {
-    const { address } = await devServer();
-    const { stdout, stderr } = await run(
-      findTemporalCli(),
-      [...args, '--address', address, '--namespace', 'default'],
-      { timeout: 30_000 },
-    );
-    return `${stdout}${stderr}`;
+  /** `temporal …` as anyone with access to Temporal runs it; these operations must succeed. */
+  const temporalOk = async (args: string[]) => {
+    const { ok, out } = await temporalCli(args);
+    assert.ok(ok, out);
   };
 
   const events = async (handle: WorkflowHandle) => (await handle.fetchHistory()).events ?? [];
@@ -62,16 +54,7 @@ describe('decisions under reset, terminate and cancel (dev server, PostgreSQL, t
    * and its answer lost too, so the item is held again after two requests to the target.
    */
   async function heldTwice() {
-    const conversationId = uniqueId('c');
-    suite.fake.next('accept-then-drop', 'accept-then-drop');
-    const handle = await startEvent(
-      suite.temporal.client,
-      suite.config.TEMPORAL_TASK_QUEUE,
-      sandboxEvent({ conversationId, messageId: 'm1', target: 'sandbox-blind' }),
-    );
-    await waitForState(handle, 'held');
-    const [row] = await effectRows(`chat:sandbox:${conversationId}:m1:answer`);
-    const effectId = row.id as string;
+    const { handle, conversationId, effectId } = await heldItem(suite, 2);
     const points: Record<string, number> = {};
     const history = await events(handle);
     points['before the hold'] = Number(
@@ -98,6 +81,20 @@ describe('decisions under reset, terminate and cancel (dev server, PostgreSQL, t
     assert.equal(suite.fake.sendsFor(effectId).length, 2);
     return { handle, conversationId, effectId, points };
   }
+
+  /** `temporal workflow reset` of the item to one of its points, as a routine operation. */
+  const resetTo = (item: Awaited<ReturnType<typeof heldTwice>>, point: string, extra: string[]) =>
+    temporalOk([
+      'workflow',
+      'reset',
+      '--workflow-id',
+      item.handle.workflowId,
+      '--event-id',
+      String(item.points[point]),
+      '--reason',
+      'routine reset',
+      ...extra,
+    ]);
 
   /** Waits for the run a reset started to settle where a decision awaits (or it closed). */
   async function newRun(handle: WorkflowHandle, oldRunId: string) {
@@ -160,17 +157,7 @@ describe('decisions under reset, terminate and cancel (dev server, PostgreSQL, t
       it(`a reset to ${point} (${reapply}) sends nothing on its own, and one approval is one resend`, async () => {
         const item = await heldTwice();
         const { runId } = await item.handle.describe();
-        await temporalCli([
-          'workflow',
-          'reset',
-          '--workflow-id',
-          item.handle.workflowId,
-          '--event-id',
-          String(item.points[point]),
-          '--reason',
-          'routine reset',
-          ...(reapply === 'default reapply' ? [] : ['--reapply-exclude', 'All']),
-        ]);
+        await resetTo(item, point, reapply === 'default reapply' ? [] : ['--reapply-exclude', 'All']);
         const settled = await newRun(item.handle, runId);
         assert.ok(['held', 'awaiting_approval'].includes(settled.state), settled.state);
         assert.equal(suite.fake.sendsFor(item.effectId).length, 2, 'the reset sent nothing');
@@ -185,7 +172,7 @@ describe('decisions under reset, terminate and cancel (dev server, PostgreSQL, t
   it('a batch reset by query (to the first workflow task) sends nothing on its own, and one approval is one resend', async () => {
     const item = await heldTwice();
     const { runId } = await item.handle.describe();
-    await temporalCli([
+    await temporalOk([
       'workflow',
       'reset',
       '--query',
@@ -210,18 +197,7 @@ describe('decisions under reset, terminate and cancel (dev server, PostgreSQL, t
       .filter((r) => r?.input?.name === 'approve');
     const captured = approvals[0]!.input!.args!.payloads![0]!;
     const { runId } = await item.handle.describe();
-    await temporalCli([
-      'workflow',
-      'reset',
-      '--workflow-id',
-      item.handle.workflowId,
-      '--event-id',
-      String(item.points['after the resend request']),
-      '--reason',
-      'routine reset',
-      '--reapply-exclude',
-      'All',
-    ]);
+    await resetTo(item, 'after the resend request', ['--reapply-exclude', 'All']);
     await newRun(item.handle, runId);
     const response = await suite.temporal.connection.workflowService.updateWorkflowExecution({
       namespace: 'default',
@@ -313,7 +289,7 @@ describe('decisions under reset, terminate and cancel (dev server, PostgreSQL, t
   for (const operation of ['terminate', 'cancel'] as const) {
     it(`after ${operation} and a new run of the same id, nothing is sent and the effect stays held`, async () => {
       const item = await heldTwice();
-      await temporalCli([
+      await temporalOk([
         'workflow',
         operation,
         '--workflow-id',

@@ -5,16 +5,12 @@
 // answered 202 and processed once; a real redelivery, concurrent ones included, is still 200
 // duplicate. Real dev server, PostgreSQL, receiver and worker over HTTP.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import type { ReceiverHandle } from '../../src/receiver';
-import { findTemporalCli } from '../../src/temporal/binaries';
 import { eventually } from '../helpers/eventually';
 import { post, sandboxRequest, startTestReceiver } from '../helpers/receiver';
 import { devServer } from '../helpers/servers';
 import { sandboxEvent, uniqueId, workerSuite } from '../helpers/system';
-
-const run = promisify(execFile);
+import { temporalCli } from '../helpers/temporal-cli';
 
 describe('a start under a future event id that the receiver did not make (dev server, the temporal CLI)', function () {
   this.timeout(180_000);
@@ -30,26 +26,18 @@ describe('a start under a future event id that the receiver did not make (dev se
 
   /** `temporal workflow start --type handleEvent …` against the suite's dev server, as anyone with access can. */
   const impostorStart = async (workflowId: string, taskQueue: string, input: string[]) => {
-    const { address } = await devServer();
-    await run(
-      findTemporalCli(),
-      [
-        'workflow',
-        'start',
-        '--type',
-        'handleEvent',
-        '--task-queue',
-        taskQueue,
-        '--workflow-id',
-        workflowId,
-        ...input,
-        '--address',
-        address,
-        '--namespace',
-        'default',
-      ],
-      { timeout: 30_000 },
-    );
+    const started = await temporalCli([
+      'workflow',
+      'start',
+      '--type',
+      'handleEvent',
+      '--task-queue',
+      taskQueue,
+      '--workflow-id',
+      workflowId,
+      ...input,
+    ]);
+    assert.ok(started.ok, started.out);
   };
   const plaintext = (event: object) => ['--input', JSON.stringify(event)];
 
@@ -70,6 +58,19 @@ describe('a start under a future event id that the receiver did not make (dev se
     return { status: response.status, body: (await response.json()) as unknown };
   };
 
+  /** A plaintext start of the event under its id, which the worker has failed as refused. */
+  async function refusedImpostor(workflowId: string, conversationId: string, eventId: string) {
+    await impostorStart(
+      workflowId,
+      suite.config.TEMPORAL_TASK_QUEUE,
+      plaintext(sandboxEvent({ conversationId, eventId, messageId: 'm1' })),
+    );
+    await eventually(
+      'the worker fails the plaintext start',
+      async () => (await statusOf(workflowId)) === 'FAILED',
+    );
+  }
+
   /** The delivery's own workflow ran to the end and replied once. */
   async function processedOnce(workflowId: string, conversationId: string) {
     const result = await suite.temporal.client.workflow.getHandle(workflowId).result();
@@ -81,15 +82,7 @@ describe('a start under a future event id that the receiver did not make (dev se
     const conversationId = uniqueId('c');
     const eventId = uniqueId('evt_');
     const workflowId = `webhook:sandbox:${eventId}`;
-    await impostorStart(
-      workflowId,
-      suite.config.TEMPORAL_TASK_QUEUE,
-      plaintext(sandboxEvent({ conversationId, eventId, messageId: 'm1' })),
-    );
-    await eventually(
-      'the worker fails the plaintext start',
-      async () => (await statusOf(workflowId)) === 'FAILED',
-    );
+    await refusedImpostor(workflowId, conversationId, eventId);
 
     assert.deepEqual(await answerTo(delivery(eventId, conversationId)), {
       status: 202,
@@ -156,15 +149,7 @@ describe('a start under a future event id that the receiver did not make (dev se
     const conversationId = uniqueId('c');
     const eventId = uniqueId('evt_');
     const workflowId = `webhook:sandbox:${eventId}`;
-    await impostorStart(
-      workflowId,
-      suite.config.TEMPORAL_TASK_QUEUE,
-      plaintext(sandboxEvent({ conversationId, eventId, messageId: 'm1' })),
-    );
-    await eventually(
-      'the worker fails the plaintext start',
-      async () => (await statusOf(workflowId)) === 'FAILED',
-    );
+    await refusedImpostor(workflowId, conversationId, eventId);
 
     const request = delivery(eventId, conversationId);
     const answers = await Promise.all(Array.from({ length: 10 }, () => answerTo(request)));

@@ -3,21 +3,18 @@
 // end with no send, no change of state, and an audit row saying why; the legitimate path (two
 // operators, each proven by their seal) must still work. Real dev server, PostgreSQL and HTTP.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { promisify } from 'node:util';
 import type { WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { createOperatorStore } from '../../src/db/operators';
-import { findTemporalCli } from '../../src/temporal/binaries';
 import { type DecisionInput, resolveUpdate, statusQuery } from '../../workflows/messages';
 import { eventually } from '../helpers/eventually';
 import { decide, sealFor, type TestOperator, testOperator } from '../helpers/operators';
-import { database, devServer } from '../helpers/servers';
+import { database } from '../helpers/servers';
 import { sandboxEvent, uniqueId, workerSuite } from '../helpers/system';
-import { auditRows, effectRows, startEvent, waitForState } from '../helpers/workflows';
+import { temporalCli } from '../helpers/temporal-cli';
+import { auditRows, effectRows, heldItem as heldSandboxItem } from '../helpers/workflows';
 
-const run = promisify(execFile);
 const UPDATE_COMPLETED =
   temporal.api.enums.v1.UpdateWorkflowExecutionLifecycleStage
     .UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_COMPLETED;
@@ -38,30 +35,8 @@ describe('operator decisions an attacker cannot make (dev server, PostgreSQL, th
     ]);
   });
 
-  /** `temporal …` against the suite's dev server, as anyone with access to Temporal can run it. */
-  const temporalCli = async (args: string[]) => {
-    const { address } = await devServer();
-    return run(findTemporalCli(), [...args, '--address', address, '--namespace', 'default'], {
-      timeout: 30_000,
-    }).then(
-      ({ stdout, stderr }) => ({ ok: true, out: `${stdout}${stderr}` }),
-      (err: { stdout?: string; stderr?: string }) => ({ ok: false, out: `${err.stdout}${err.stderr}` }),
-    );
-  };
-
   /** A held workflow whose reply the blind target committed and whose answer was lost. */
-  async function heldItem() {
-    const conversationId = uniqueId('c');
-    suite.fake.next('accept-then-drop');
-    const handle = await startEvent(
-      suite.temporal.client,
-      suite.config.TEMPORAL_TASK_QUEUE,
-      sandboxEvent({ conversationId, messageId: 'm1', target: 'sandbox-blind' }),
-    );
-    await waitForState(handle, 'held');
-    const [row] = await effectRows(`chat:sandbox:${conversationId}:m1:answer`);
-    return { handle, conversationId, effectId: row.id as string };
-  }
+  const heldItem = () => heldSandboxItem(suite);
 
   /** Nothing was sent again, the row and the workflow still say `state`. */
   async function unchanged(item: Awaited<ReturnType<typeof heldItem>>, state = 'held') {

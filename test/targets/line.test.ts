@@ -120,7 +120,7 @@ describe('LINE target (reply token, then push with X-Line-Retry-Key) through the
       'succeeded',
     );
     const second = uniqueId('U');
-    line.next({ status: 429, retryAfter: '20' });
+    line.next({ status: 429, retryAfter: '3' });
     assert.equal(
       (await (await start(lineEvent(second, 'm1', staleToken(second)))).result()).state,
       'succeeded',

@@ -116,7 +116,8 @@ describe('Slack target (chat.postMessage + metadata lookup) through the event wo
   it('waits out a 429 with Retry-After and posts once more: the client adds no retries of its own', async () => {
     const channel = uniqueId('C');
     const event = slackEvent(channel, '1712345678.000500');
-    slack.next({ status: 429, retryAfter: '30' });
+    // Longer than the first retry's backoff (1 s + 20 %): a retry this late honoured Retry-After.
+    slack.next({ status: 429, retryAfter: '3' });
     const handle = await start(event);
     const result = await handle.result();
     assert.equal(result.state, 'succeeded');
@@ -125,7 +126,7 @@ describe('Slack target (chat.postMessage + metadata lookup) through the event wo
     assert.equal(posts.length, 2, 'one refused, one accepted');
     assert.equal(slack.delivered(row.id).length, 1);
     const { startTime, closeTime } = await handle.describe();
-    assert.ok(closeTime!.getTime() - startTime.getTime() >= 30_000, 'Retry-After honoured in workflow time');
+    assert.ok(closeTime!.getTime() - startTime.getTime() >= 3_000, 'Retry-After honoured in workflow time');
   });
 
   it('holds a 500 (maybe applied) that lookup cannot find, and an approved resend posts exactly once', async () => {
