@@ -6,11 +6,15 @@
 // servers and fakes as the tests.
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { Client } from '@temporalio/client';
 import { connectClient } from '../src/temporal/client';
+import { startDevServer } from '../src/temporal/dev-server';
+import { eventually } from '../test/helpers/eventually';
 import { FakeTarget } from '../test/helpers/fake-target';
 import { decide, sealFor, testOperator } from '../test/helpers/operators';
 import { devServer, stopServers, TEST_ENCRYPTION_KEY } from '../test/helpers/servers';
 import { sandboxEvent, startTestWorker, testConfig, uniqueId } from '../test/helpers/system';
+import { temporalCli } from '../test/helpers/temporal-cli';
 import { startEvent, waitForState } from '../test/helpers/workflows';
 import { resolveSignal, statusQuery } from '../workflows/messages';
 
@@ -136,6 +140,81 @@ async function main() {
     const stale = await start(sandboxEvent({ conversationId: closedConv, messageId: 'm1' }));
     await stale.result();
     await save('stale', stale.workflowId);
+
+    // A reset to before the hold: the new run finds the row held and waits (adopt-effect-row); the
+    // approval re-delivered into it is a replay; a fresh one finds the effect moved on, then one resends.
+    fake.next('accept-then-drop', 'accept-then-drop');
+    const reset = await start(
+      sandboxEvent({ conversationId: uniqueId('c'), messageId: 'm1', target: 'sandbox-blind' }),
+    );
+    await waitForState(reset, 'held');
+    const firstTask = (await reset.fetchHistory()).events!.find(
+      (e) => e.workflowTaskCompletedEventAttributes,
+    );
+    await decide(reset, alice, 'resolve', { action: 'resend', reason: 'not there' });
+    await decide(reset, bob, 'approve', { reason: 'checked' });
+    await waitForState(reset, 'held');
+    const { runId } = await reset.describe();
+    const cli = await temporalCli([
+      'workflow',
+      'reset',
+      '--workflow-id',
+      reset.workflowId,
+      '--event-id',
+      String(firstTask!.eventId),
+      '--reason',
+      'recording',
+    ]);
+    if (!cli.ok) throw new Error(cli.out);
+    await eventually('the reset run holds', async () => {
+      const d = await reset.describe();
+      return d.runId !== runId && (await reset.query(statusQuery)).state === 'held';
+    });
+    await decide(reset, alice, 'resolve', { action: 'resend', reason: 'after the reset' });
+    await decide(reset, bob, 'approve', { reason: 'checked again' });
+    // The reset ended the first run; the handle of the start follows it, not the reset.
+    await client.workflow.getHandle(reset.workflowId).result();
+    await save('reset-adopts-held', reset.workflowId);
+
+    // A flood of plaintext signals on a server that suggests continuing as new early: the run that
+    // carries the wait on, then decided (its input holds what the first run handed on).
+    const low = await startDevServer({
+      port: 0,
+      dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 60 },
+    });
+    const lowWorker = await startTestWorker({ address: low.address, config });
+    const lowClient = await connectClient(low.address, 'default', TEST_ENCRYPTION_KEY);
+    try {
+      fake.next('accept-then-drop');
+      const flooded = await startEvent(
+        lowClient.client,
+        config.TEMPORAL_TASK_QUEUE,
+        sandboxEvent({ conversationId: uniqueId('c'), messageId: 'm1', target: 'sandbox-blind' }),
+      );
+      await waitForState(flooded, 'held');
+      const firstRun = (await flooded.describe()).runId;
+      const plain = new Client({ connection: lowClient.connection, namespace: 'default' });
+      for (let i = 0; i < 80; i++)
+        await plain.workflow
+          .getHandle(flooded.workflowId)
+          .signal(resolveSignal, { action: 'resend' } as never);
+      await eventually('the wait goes on in a new run', async () => {
+        const d = await flooded.describe();
+        return d.runId !== firstRun && (await flooded.query(statusQuery)).state === 'held';
+      });
+      await decide(flooded, alice, 'resolve', { action: 'discard', reason: 'after the flood' });
+      await flooded.result();
+      const history = await lowClient.client.workflow.getHandle(flooded.workflowId).fetchHistory();
+      writeFileSync(
+        path.join(HISTORIES, 'continued-after-flood.json'),
+        `${JSON.stringify({ workflowId: flooded.workflowId, history })}\n`,
+      );
+      console.log('recorded continued-after-flood');
+    } finally {
+      await lowClient.close();
+      await lowWorker.stop();
+      await low.stop();
+    }
   } finally {
     await close();
     await worker.stop();
