@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { Client } from '@temporalio/client';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import { type DevServer, startDevServer } from '../../src/temporal/dev-server';
-import { resolveSignal, statusQuery } from '../../workflows/messages';
+import { resolveSignal } from '../../workflows/messages';
 import { eventually } from '../helpers/eventually';
 import { FakeTarget } from '../helpers/fake-target';
 import { decide, twoOperators } from '../helpers/operators';
