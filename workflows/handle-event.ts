@@ -59,6 +59,9 @@ function inputRefusal(event: unknown): string | undefined {
   const e = event as Partial<InboundEvent> & { seal?: unknown };
   if (typeof e?.provider !== 'string' || typeof e.eventId !== 'string' || e.seal !== undefined)
     return 'not an event from the receiver';
+  // The receiver starts each event under its own id: another event's captured ciphertext started
+  // under a future id is that other event, not this one.
+  if (e.workflowId !== workflowInfo().workflowId) return 'the event of another workflow';
   return undefined;
 }
 

@@ -128,7 +128,7 @@ describe('a start under a future event id that the receiver did not make (dev se
       `${key}=${Buffer.from(value).toString()}`,
     ]);
 
-    // Started under a future event id Y: the worker runs it as X (already in the ledger: a duplicate).
+    // Started under a future event id Y: the worker refuses it (it is X's event, not Y's).
     const conversationId = uniqueId('c');
     const eventId = uniqueId('evt_');
     const workflowId = `webhook:sandbox:${eventId}`;
@@ -138,7 +138,14 @@ describe('a start under a future event id that the receiver did not make (dev se
       '--input-base64',
       ...meta,
     ]);
-    await eventually('the replayed start closes', async () => (await statusOf(workflowId)) !== 'RUNNING');
+    // The worker refuses it: the input is another workflow's event.
+    assert.equal(
+      await eventually('the replayed start closes', async () => {
+        const status = await statusOf(workflowId);
+        return status !== 'RUNNING' && status;
+      }),
+      'FAILED',
+    );
 
     assert.equal((await answerTo(delivery(eventId, conversationId))).status, 202);
     await processedOnce(workflowId, conversationId);
