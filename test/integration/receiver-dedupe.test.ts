@@ -2,6 +2,7 @@
 // concurrent deliveries start a workflow; the rest, and any redelivery after it closed, are answered
 // `200 duplicate` and change nothing.
 import assert from 'node:assert/strict';
+import { eventually } from '../helpers/eventually';
 import { FakeTarget } from '../helpers/fake-target';
 import {
   counterValue,
@@ -30,12 +31,14 @@ describe('receiver: concurrent and late redeliveries (dev server, PostgreSQL, HT
     await target.stop();
   });
 
-  const runsOf = async (workflowId: string) => {
-    const runs: string[] = [];
-    for await (const run of suite.client.workflow.list({ query: `WorkflowId = '${workflowId}'` }))
-      runs.push(run.runId);
-    return runs;
-  };
+  /** The id's runs, once visibility (which lags a little behind the runs) lists any. */
+  const runsOf = (workflowId: string) =>
+    eventually(`visibility lists ${workflowId}`, async () => {
+      const runs: string[] = [];
+      for await (const run of suite.client.workflow.list({ query: `WorkflowId = '${workflowId}'` }))
+        runs.push(run.runId);
+      return runs.length > 0 && runs;
+    });
 
   it(`starts one workflow for ${DELIVERIES} concurrent deliveries of one event and answers the rest 200 duplicate`, async () => {
     const request = sandboxRequest(config);
