@@ -9,10 +9,13 @@ import type { effectActivities } from './effects';
 import type { ledgerActivities } from './ledger';
 import type { replyActivities } from './reply';
 
-/** The first step of the first effect, claimed, and the text to send when the built-in responder wrote it. */
+/**
+ * The first step of the first effect, claimed, and the text to send when the built-in responder wrote
+ * it (null: it chose not to reply).
+ */
 export interface FirstStep {
   claim: ClaimResult;
-  text?: string;
+  text?: string | null;
 }
 
 export type Admission =

@@ -10,7 +10,9 @@ import { tellNextInLine } from './next-in-line';
 export type ResultInput =
   | { effectId: string; status: 'succeeded'; externalId: string; manual?: boolean }
   | { effectId: string; status: 'held' | 'failed'; errorClass: string; error: string }
-  | { effectId: string; status: 'discarded'; manual: true };
+  | { effectId: string; status: 'discarded'; manual: true }
+  /** The responder chose not to reply. */
+  | { effectId: string; status: 'skipped' };
 
 export function effectActivities({ effects, targets, metrics }: ActivityDeps) {
   function record(input: ResultInput) {
@@ -23,6 +25,8 @@ export function effectActivities({ effects, targets, metrics }: ActivityDeps) {
         return effects.fail(input.effectId, input.errorClass, input.error);
       case 'discarded':
         return effects.discard(input.effectId);
+      case 'skipped':
+        return effects.skip(input.effectId);
     }
   }
 

@@ -39,7 +39,8 @@ export function replyActivities({ responder, policy, plan, targets }: ActivityDe
       return { effects, policy, transition: chatTransition(event), responderIsLocal: responder.local };
     },
 
-    async prepareReply(input: { event: InboundEvent; step: StepPlan }): Promise<{ text: string }> {
+    /** `text` null: the responder chose not to reply. */
+    async prepareReply(input: { event: InboundEvent; step: StepPlan }): Promise<{ text: string | null }> {
       try {
         return { text: await responder.answer(input.event) };
       } catch (err) {

@@ -68,7 +68,9 @@ export type EffectStatus =
   | 'held'
   | 'succeeded'
   | 'failed'
-  | 'discarded';
+  | 'discarded'
+  /** The responder chose not to reply: settled, nothing sent. */
+  | 'skipped';
 
 export interface ClaimInput {
   effectId: string;

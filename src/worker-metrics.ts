@@ -11,7 +11,7 @@ import type { Logger } from './logger';
 import { boundAddress, listenOn, reachableHost } from './ports';
 
 /** The states an effect is recorded in that an operator cares about. */
-export type EffectOutcome = 'succeeded' | 'held' | 'failed' | 'discarded';
+export type EffectOutcome = 'succeeded' | 'held' | 'failed' | 'discarded' | 'skipped';
 /** Who settled an effect: the send protocol itself, or an operator's decision. */
 export type SettledBy = 'worker' | 'operator';
 

@@ -125,8 +125,9 @@ export class EffectAttempt {
       details.reason = 'discarded by an operator';
       return 'discarded';
     }
-    // The responder answers once; every attempt sends these same bytes.
-    const prepared = first?.text !== undefined ? { body: { text: first.text } } : await this.prepareBody(ctx);
+    // The responder answers once; every attempt sends these same bytes (or nothing, if it chose so).
+    const prepared =
+      first?.text !== undefined ? await this.answered(ctx, first.text) : await this.prepareBody(ctx);
     if ('done' in prepared) {
       if (prepared.done === 'succeeded') this.run.settled({ businessKey, effectId: ctx.effectId });
       return prepared.done;
@@ -202,7 +203,7 @@ export class EffectAttempt {
       try {
         const { text } = await answering.prepareReply({ event: this.event, step });
         this.run.details.step = step.name;
-        return { body: { text } };
+        return await this.answered(ctx, text);
       } catch (err) {
         const message = errorMessage(err);
         const failed = await records.recordResult({
@@ -222,6 +223,20 @@ export class EffectAttempt {
         if (decision.kind === 'done') return { done: decision.state };
       }
     }
+  }
+
+  /**
+   * The responder's answer as the body to send; null is its choice not to reply: the effect is
+   * settled as skipped (nothing sent, nothing held back behind it) and the event ends succeeded.
+   */
+  private async answered(
+    ctx: EffectContext,
+    text: string | null,
+  ): Promise<{ body: SendInput['body'] } | { done: ReplyState }> {
+    if (text !== null) return { body: { text } };
+    await records.recordResult({ effectId: ctx.effectId, status: 'skipped' });
+    this.run.details.reason = 'skipped: the responder chose not to reply';
+    return { done: 'succeeded' };
   }
 
   /**

@@ -201,5 +201,6 @@ export async function handleEvent(event: InboundEvent, resumed?: Resumed): Promi
     await finish('failed', run.details.reason);
     throw ApplicationFailure.nonRetryable(err.message, Failure.EffectFailed);
   }
-  return finish('succeeded');
+  // A reason only when there is one to give (a responder that chose not to reply).
+  return finish('succeeded', run.details.reason);
 }

@@ -27,6 +27,8 @@ export const EFFECT_STEPS = {
   fail: { from: ['claimed', 'retry_wait', 'failed'], to: 'failed' },
   /** An operator's discard. */
   discard: { from: ['held', 'failed', 'unknown', 'sending'], to: 'discarded' },
+  /** The responder chose not to reply, before anything was sent (a first answer, or a reprocess's). */
+  skip: { from: ['claimed', 'retry_wait'], to: 'skipped' },
   /** An approved resend or a reprocess, once no attempt holds the lease and none took one since it was read. */
   moveToRetry: { from: ['held', 'failed', 'unknown', 'sending', 'retry_wait'], to: 'retry_wait' },
 } as const satisfies Record<string, { from: readonly EffectStatus[]; to: EffectStatus }>;
@@ -333,6 +335,10 @@ export function createEffectsRepository(pool: Pool) {
 
     discard(effectId: string): Promise<Recorded | undefined> {
       return move(effectId, 'discard', 'completed_at = now()');
+    },
+
+    skip(effectId: string): Promise<Recorded | undefined> {
+      return move(effectId, 'skip', 'completed_at = now()');
     },
 
     /** Before a resend: the row, with whether a lease is live and whether a lookup can now be exact. */

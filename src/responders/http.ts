@@ -1,10 +1,11 @@
 // The HTTP responder: asks a service (an LLM gateway, a rules engine) for the reply text. Asking has
-// no side effect, so transient failures are retried by the activity; 4xx answers are permanent.
+// no side effect, so transient failures are retried by the activity; 4xx answers are permanent. The
+// service may choose not to reply: 204, a JSON `null`, or an empty text (docs/responders.md).
 import { z } from 'zod';
 import type { InboundEvent } from '../providers/types';
 import { PermanentResponderError, type Responder } from './types';
 
-const answerSchema = z.object({ text: z.string().min(1).max(8000) });
+const answerSchema = z.union([z.null(), z.object({ text: z.string().max(8000) })]);
 
 export interface HttpResponderOptions {
   url: string;
@@ -43,10 +44,13 @@ export function httpResponder(options: HttpResponderOptions): Responder {
         );
       }
       if (!response.ok) throw new Error(`responder answered ${response.status}`);
+      if (response.status === 204) return null;
       const parsed = answerSchema.safeParse(await response.json().catch(() => undefined));
       if (!parsed.success)
-        throw new PermanentResponderError('responder answer must be JSON {"text": "…"} (1-8000 characters)');
-      return parsed.data.text;
+        throw new PermanentResponderError(
+          'responder answer must be JSON {"text": "…"} (at most 8000 characters), or 204 / null / an empty text for no reply',
+        );
+      return parsed.data?.text || null;
     },
   };
 }

@@ -81,6 +81,7 @@ const PROGRESS_BY_EFFECT: Record<string, ReplyProgress> = {
   succeeded: 'replied',
   failed: 'failed',
   discarded: 'discarded',
+  skipped: 'not answered',
 };
 
 /** The event id the page's message is delivered under (so its workflow id is known up front). */

@@ -1,5 +1,6 @@
 // The HTTP responder (e.g. an LLM gateway) through the event workflow: its answer is written once and
-// sent; a responder that refuses parks the effect as failed at prepareReply, and reprocess asks again.
+// sent; a responder that refuses parks the effect as failed at prepareReply, and reprocess asks again;
+// a responder that chooses not to reply (204, null, an empty text) ends the event succeeded, nothing sent.
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -11,6 +12,13 @@ import { operatorDecides } from '../helpers/operators';
 import { timeSkipping } from '../helpers/servers';
 import { sandboxEvent, startTestWorker, testConfig, uniqueId } from '../helpers/system';
 import { effectRows, startEvent, waitForState } from '../helpers/workflows';
+
+/** What the responder says to a message whose text is one of these: no reply, in each way it may. */
+const QUIET: Record<string, { status: number; body?: string }> = {
+  'quiet:204': { status: 204 },
+  'quiet:null': { status: 200, body: 'null' },
+  'quiet:empty': { status: 200, body: '{"text":""}' },
+};
 
 /** A responder service that answers, or refuses with the status it is told. */
 async function fakeResponder() {
@@ -26,6 +34,11 @@ async function fakeResponder() {
       asked.push({ text: body.text, authorization: req.headers.authorization });
       if (refuseWith) {
         res.writeHead(refuseWith, { 'content-type': 'application/json' }).end('{"error":"no"}');
+        return;
+      }
+      const quiet = QUIET[body.text];
+      if (quiet) {
+        res.writeHead(quiet.status, { 'content-type': 'application/json' }).end(quiet.body);
         return;
       }
       res
@@ -111,4 +124,34 @@ describe('HTTP responder through the event workflow (time-skipping server)', fun
       ['gateway answer to: refund?'],
     );
   });
+
+  for (const [text, answer] of Object.entries(QUIET)) {
+    it(`ends succeeded with nothing sent when the responder chooses not to reply (${answer.status} ${answer.body ?? 'no body'})`, async () => {
+      const conv = uniqueId('c');
+      const quiet = await startEvent(
+        env.client,
+        config.TEMPORAL_TASK_QUEUE,
+        sandboxEvent({ conversationId: conv, messageId: 'm1', text }),
+      );
+      const result = await quiet.result();
+      assert.deepEqual(
+        [result.state, result.reason],
+        ['succeeded', 'skipped: the responder chose not to reply'],
+      );
+      const [row] = await effectRows(`chat:sandbox:${conv}:m1:answer`);
+      assert.equal(row.status, 'skipped');
+      assert.equal(fake.deliveredTo(conv).length, 0, 'nothing sent');
+      // The skipped message holds nothing back: the next one of the conversation is answered.
+      const next = await startEvent(
+        env.client,
+        config.TEMPORAL_TASK_QUEUE,
+        sandboxEvent({ conversationId: conv, messageId: 'm2', text: 'and now?' }),
+      );
+      assert.equal((await next.result()).state, 'succeeded');
+      assert.deepEqual(
+        fake.deliveredTo(conv).map((d) => d.text),
+        ['gateway answer to: and now?'],
+      );
+    });
+  }
 });
