@@ -76,9 +76,12 @@ const eventCallback = z.looseObject({
 /** Every envelope names its type; the ones above are read, any other is acknowledged and ignored. */
 const envelopeType = z.looseObject({ type: z.string().min(1) });
 
+/** The event types a reply may answer: what the app subscribes to (deploy/slack-app-manifest.yaml). */
+export const SLACK_CHAT_EVENT_TYPES = ['message', 'app_mention'] as const;
+
 /** The fields of a `message` or `app_mention` event that a reply, and the choice to reply, need. */
 const chatEvent = z.object({
-  type: z.enum(['message', 'app_mention']),
+  type: z.enum(SLACK_CHAT_EVENT_TYPES),
   subtype: z.string().optional(),
   bot_id: z.string().optional(),
   channel: z.string().min(1),
