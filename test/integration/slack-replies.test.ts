@@ -5,8 +5,10 @@
 // message gets none (acknowledged, the workflow succeeded) unless SLACK_REPLY_TO or
 // SLACK_REPLY_TO_ALL_IN says so.
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import type { AppMentionEvent, GenericMessageEvent } from '@slack/types';
 import type { Config } from '../../src/config';
+import { createEffectsRepository } from '../../src/db/effects';
 import { signSlackRequest } from '../../src/providers/slack';
 import type { ReceiverHandle } from '../../src/receiver';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
@@ -156,6 +158,36 @@ async function conversationState(channel: string): Promise<string | undefined> {
   ]);
   return rows[0]?.state;
 }
+
+describe('Slack: the lookup behind "a thread the bot is in" (EffectsRepository.answering)', () => {
+  it("counts the parent's answer while it is sent or may be, not once it failed or was discarded", async () => {
+    const { pool } = await database();
+    const effects = createEffectsRepository(pool);
+    const expected: Record<string, boolean> = {
+      claimed: true,
+      sending: true,
+      retry_wait: true,
+      unknown: true,
+      held: true,
+      succeeded: true,
+      failed: false,
+      discarded: false,
+    };
+    const seen: Record<string, boolean> = {};
+    for (const status of Object.keys(expected)) {
+      const businessKey = `chat:slack:${TEAM}:${channelId()}:${nextTs()}:answer`;
+      await pool.query(
+        `INSERT INTO effects (id, target, business_key, integration, status, workflow_id)
+         VALUES ($1, 'slack', $2, 'slack', $3, $4)`,
+        [randomUUID(), businessKey, status, uniqueId('wf-')],
+      );
+      seen[status] = await effects.answering('slack', businessKey);
+      assert.equal(await effects.answering('line', businessKey), false, 'another target');
+    }
+    assert.deepEqual(seen, expected);
+    assert.equal(await effects.answering('slack', `chat:slack:${TEAM}:${channelId()}:1.1:answer`), false);
+  });
+});
 
 describe('Slack: which messages get a reply by default (receiver, worker, fake Slack)', function () {
   this.timeout(120_000);
