@@ -110,7 +110,7 @@ function personMessage(event: unknown) {
   return parsed.data;
 }
 
-/** An envelope, as far as reading its event goes (slackAddressing is given the event's payload). */
+/** An envelope, as far as its event goes: slackAddressing reads the InboundEvent payload, the whole envelope. */
 const wrappedEvent = z.looseObject({ event: z.unknown() });
 
 /**
