@@ -3,9 +3,9 @@ import type { EffectsRepository } from '../src/db/effects';
 import type { OperatorStore } from '../src/db/operators';
 import type { Pool } from '../src/db/pool';
 import type { Logger } from '../src/logger';
-import type { DeliveryPolicy, EffectPlan } from '../src/model';
-import type { InboundEvent } from '../src/providers/types';
+import type { DeliveryPolicy } from '../src/model';
 import type { Responder } from '../src/responders/types';
+import type { Planner, SlackReplySettings } from '../src/routes';
 import type { TargetRegistry } from '../src/targets';
 import type { WorkerMetrics } from '../src/worker-metrics';
 
@@ -28,7 +28,9 @@ export interface ActivityDeps {
   responder: Responder;
   policy: DeliveryPolicy;
   /** Routes: which effects an event asks for. */
-  plan: (event: InboundEvent) => EffectPlan[];
+  plan: Planner;
+  /** Which Slack messages the default route answers beyond those addressed to the bot. */
+  slackReplies: SlackReplySettings;
   /** Delivers an alert (log, webhook); never given message text. */
   notify: (alert: Alert) => Promise<void>;
   logger: Logger;

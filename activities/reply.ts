@@ -6,7 +6,7 @@ import { Failure } from '../src/failures';
 import type { Plan, StepPlan } from '../src/model';
 import type { InboundEvent } from '../src/providers/types';
 import { PermanentResponderError } from '../src/responders/types';
-import { RouteMappingError } from '../src/routes';
+import { answersByDefault, RouteMappingError } from '../src/routes';
 import type { ActivityDeps } from './deps';
 
 /** A failure that no retry can mend, keeping what caused it. */
@@ -14,13 +14,21 @@ function permanent(err: Error, type: (typeof Failure)[keyof typeof Failure]): Ap
   return ApplicationFailure.create({ message: err.message, type, nonRetryable: true, cause: err });
 }
 
-export function replyActivities({ responder, policy, plan, targets }: ActivityDeps) {
+export function replyActivities({
+  responder,
+  policy,
+  plan,
+  targets,
+  effects: rows,
+  slackReplies,
+}: ActivityDeps) {
   return {
     /** Which effects this event asks for, with the delivery policy of this deployment. */
     async planEffects(event: InboundEvent): Promise<Plan> {
+      const defaultReply = await answersByDefault(event, slackReplies, rows.answering);
       let effects: Plan['effects'];
       try {
-        effects = plan(event);
+        effects = plan(event, { defaultReply });
       } catch (err) {
         // The same event will always lack the field: the workflow fails, naming the route.
         if (err instanceof RouteMappingError) throw permanent(err, Failure.RouteMapping);
@@ -36,7 +44,10 @@ export function replyActivities({ responder, policy, plan, targets }: ActivityDe
           }
         }
       }
-      return { effects, policy, transition: chatTransition(event), responderIsLocal: responder.local };
+      // A message nothing answers (people talking in a channel the bot is in) leaves its conversation
+      // alone: it neither hands it to the bot nor is refused as stale while a person handles it.
+      const transition = defaultReply || effects.length > 0 ? chatTransition(event) : undefined;
+      return { effects, policy, transition, responderIsLocal: responder.local };
     },
 
     /** `text` null: the responder chose not to reply. */

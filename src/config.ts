@@ -135,6 +135,31 @@ const trustedProxies = z
     return entries;
   });
 
+/**
+ * Slack channel ids, comma-separated: `C…` (channels, and newer private ones) or `G…` (older private
+ * channels and group DMs), as Slack shows them at the bottom of a channel's details. Each entry that is
+ * not one is its own problem. Direct messages (`D…`) are answered anyway, so one listed is a mistake.
+ */
+const slackChannelIds = z
+  .string()
+  .optional()
+  .transform((value, ctx) => {
+    const ids = (value ?? '')
+      .split(',')
+      .map((id) => id.trim())
+      .filter(Boolean);
+    for (const id of ids) {
+      if (/^D[A-Z0-9]+$/.test(id))
+        ctx.addIssue({ code: 'custom', message: `"${id}" is a direct message, which is always answered` });
+      else if (!/^[CG][A-Z0-9]{2,}$/.test(id))
+        ctx.addIssue({
+          code: 'custom',
+          message: `"${id}" is not a channel id such as C0123ABCD (the id, not the #name: see the channel's details)`,
+        });
+    }
+    return ids;
+  });
+
 /** `true` / `false`, or unset (undefined) where the role decides (the sandbox). */
 const optionalFlag = z
   .enum(['true', 'false'])
@@ -202,6 +227,15 @@ export const configSchema = z.object({
   SLACK_SIGNING_SECRET: optional,
   SLACK_BOT_TOKEN: optional,
   SLACK_API_URL: z.url().default('https://slack.com/api/'),
+  /**
+   * Which Slack messages the default route answers besides mentions, direct messages and replies in a
+   * thread the bot is in: `mentions`, none; `all`, every person's message in every channel the bot is in.
+   */
+  SLACK_REPLY_TO: z
+    .enum(['mentions', 'all'], { error: 'expected mentions (the default) or all' })
+    .default('mentions'),
+  /** Channels where every person's message is answered, as SLACK_REPLY_TO=all does everywhere. */
+  SLACK_REPLY_TO_ALL_IN: slackChannelIds,
   LINE_CHANNEL_SECRET: optional,
   LINE_CHANNEL_ACCESS_TOKEN: optional,
   LINE_API_URL: z.url().default('https://api.line.me'),
@@ -314,6 +348,10 @@ function combinationProblems(config: Config): string[] {
   if (config.RECEIVER_HEADERS_TIMEOUT > config.RECEIVER_REQUEST_TIMEOUT)
     problems.push(
       'RECEIVER_HEADERS_TIMEOUT: must not be longer than RECEIVER_REQUEST_TIMEOUT (the headers are part of the request)',
+    );
+  if (config.SLACK_REPLY_TO === 'all' && config.SLACK_REPLY_TO_ALL_IN.length > 0)
+    problems.push(
+      'SLACK_REPLY_TO_ALL_IN: has no effect with SLACK_REPLY_TO=all, which answers every channel already (unset one of them)',
     );
   return problems;
 }

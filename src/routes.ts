@@ -1,6 +1,6 @@
-// Which effects an event asks for. The default route answers a chat message once per (provider,
-// conversation, source message, reply kind); configured routes (ROUTES_FILE, JSON or YAML) add
-// effects mapped from event fields, e.g. an order registered and then inventory reserved.
+// Which effects an event asks for. The default route answers a chat message addressed to the bot
+// once per (provider, conversation, source message, reply kind); configured routes (ROUTES_FILE, JSON
+// or YAML) add effects mapped from event fields, e.g. an order registered and then inventory reserved.
 
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -9,14 +9,67 @@ import { z } from 'zod';
 import { parseDuration } from './config';
 import { errorMessage } from './failures';
 import type { EffectPlan, StepPlan } from './model';
+import { slackAddressing } from './providers/slack';
 import type { InboundEvent } from './providers/types';
 import { TARGET_SETTINGS, type TargetRegistry } from './targets';
 import type { HttpEndpoint } from './targets/http';
 
 /** The business key of a chat reply: two event ids for the same message map to the same key. */
-export function chatBusinessKey(event: InboundEvent, kind: string): string | undefined {
-  if (!event.conversation || !event.message) return undefined;
-  return `chat:${event.provider}:${event.conversation.id}:${event.message.id}:${kind}`;
+export function chatBusinessKey(
+  event: InboundEvent,
+  kind: string,
+  messageId = event.message?.id,
+): string | undefined {
+  if (!event.conversation || messageId === undefined) return undefined;
+  return `chat:${event.provider}:${event.conversation.id}:${messageId}:${kind}`;
+}
+
+/** Slack messages the default route answers beyond those addressed to the bot (SLACK_REPLY_TO, …_ALL_IN). */
+export interface SlackReplySettings {
+  /** `all`: every person's message in every channel the bot is in. */
+  replyTo: 'mentions' | 'all';
+  /** Channels where every person's message is answered. */
+  allIn: readonly string[];
+}
+
+/** Whether replyflow answered (or is answering) the chat message whose reply has this key on `target`. */
+export type AnswerLookup = (target: string, businessKey: string) => Promise<boolean>;
+
+/**
+ * Whether the default route answers this event (DESIGN.md §2, "Default routes"). Slack: a mention, a
+ * direct message, a reply in a thread the bot is in, and any person's message where the settings ask
+ * for every one; a plain channel message is people talking among themselves. Every other provider's
+ * chat message is addressed to the bot by being sent at all.
+ *
+ * "A thread the bot is in" is the bot's own thread (`parent_user_id`), or one whose parent replyflow
+ * answered, asked of our own effects (`answered`: one probe of their unique business-key index) rather
+ * than of Slack: `conversations.replies` for every thread reply in every channel would be a
+ * rate-limited Web API call (Tier 3; one a minute for apps sold outside the Marketplace, docs/slack.md)
+ * on the worker's path, where the effect row of the parent's answer is already ours. What it does not
+ * see is a thread where the bot answered a later mention but not the parent: there a person mentions
+ * the bot again.
+ */
+export async function answersByDefault(
+  event: InboundEvent,
+  slack: SlackReplySettings,
+  answered: AnswerLookup,
+): Promise<boolean> {
+  if (event.provider !== 'slack' || !event.replyTo) return true;
+  const addressing = slackAddressing(event.payload);
+  if (!addressing) return false;
+  const everyMessage = slack.replyTo === 'all' || slack.allIn.includes(addressing.channel);
+  switch (addressing.kind) {
+    case 'mention':
+    case 'direct':
+      return true;
+    case 'channel':
+      return everyMessage;
+    case 'thread': {
+      if (everyMessage || addressing.parentIsBot) return true;
+      const parentKey = chatBusinessKey(event, event.replyTo.kind, addressing.threadTs);
+      return parentKey !== undefined && answered(event.replyTo.target, parentKey);
+    }
+  }
 }
 
 export function defaultPlans(event: InboundEvent): EffectPlan[] {
@@ -455,10 +508,16 @@ export function configuredPlans(set: RouteSet, event: InboundEvent): EffectPlan[
     });
 }
 
+/** Plans an event's effects; `defaultReply: false` leaves the default route out (see answersByDefault). */
+export type Planner = (event: InboundEvent, options?: { defaultReply?: boolean }) => EffectPlan[];
+
 /**
  * The plan function the activities use: default chat routes plus configured ones.
  * @throws RouteMappingError when a matching route cannot be mapped (the activity fails the workflow).
  */
-export function planner(set?: RouteSet): (event: InboundEvent) => EffectPlan[] {
-  return (event) => [...defaultPlans(event), ...(set ? configuredPlans(set, event) : [])];
+export function planner(set?: RouteSet): Planner {
+  return (event, { defaultReply = true } = {}) => [
+    ...(defaultReply ? defaultPlans(event) : []),
+    ...(set ? configuredPlans(set, event) : []),
+  ];
 }

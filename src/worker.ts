@@ -148,6 +148,7 @@ export async function createWorker(
     responder: createResponder(config),
     policy: deliveryPolicy(config),
     plan: planner(routes),
+    slackReplies: { replyTo: config.SLACK_REPLY_TO, allIn: config.SLACK_REPLY_TO_ALL_IN },
     notify: createNotifier({
       logger,
       webhookUrl: config.ALERT_WEBHOOK_URL,

@@ -93,6 +93,15 @@ export type ClaimOutcome =
 const AGE = `EXTRACT(EPOCH FROM now() - created_at)::float8 AS age_seconds`;
 /** Statuses that hold a conversation's later sends back: the send has not been settled yet. */
 const PENDING = `('claimed', 'sending', 'retry_wait', 'unknown')`;
+/** Statuses of an effect that was sent or may yet be: listed, so that a status added later counts as unsent. */
+const ANSWERING: readonly EffectStatus[] = [
+  'claimed',
+  'sending',
+  'retry_wait',
+  'unknown',
+  'held',
+  'succeeded',
+];
 
 export type EffectsRepository = ReturnType<typeof createEffectsRepository>;
 
@@ -467,6 +476,20 @@ export function createEffectsRepository(pool: Pool) {
         [effectId],
       );
       return rows[0];
+    },
+
+    /**
+     * Whether the effect under this business key was sent or is on its way (claimed, sending, retrying,
+     * unknown, held: it may be in the channel): the default Slack route's "a thread the bot is in"
+     * (src/routes.ts answersByDefault). Failed, discarded or any other settled-unsent row says the bot
+     * stayed out. One probe of the (target, business_key) unique index, as cheap as a read gets.
+     */
+    async answering(target: string, businessKey: string): Promise<boolean> {
+      const { rows } = await pool.query(
+        `SELECT 1 FROM effects WHERE target = $1 AND business_key = $2 AND status = ANY($3::text[])`,
+        [target, businessKey, ANSWERING],
+      );
+      return rows.length > 0;
     },
   };
 }

@@ -1,5 +1,6 @@
-// Slack Events API (`/webhooks/slack`): the v0 request signature, the url_verification handshake, and
-// event_callback envelopes normalised so that a mention's `message` and `app_mention` events share a key.
+// Slack Events API (`/webhooks/slack`): the v0 request signature, the url_verification handshake,
+// event_callback envelopes normalised so that a mention's `message` and `app_mention` events share a key,
+// and how a message addresses the app (slackAddressing), which the worker's default route decides on.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { epochSeconds, epochToIso, parseJson, validate } from './parse';
@@ -75,23 +76,31 @@ const eventCallback = z.looseObject({
 /** Every envelope names its type; the ones above are read, any other is acknowledged and ignored. */
 const envelopeType = z.looseObject({ type: z.string().min(1) });
 
-/** The fields of a `message` or `app_mention` event that a reply needs. */
+/** The event types a reply may answer: what the app subscribes to (deploy/slack-app-manifest.yaml). */
+export const SLACK_CHAT_EVENT_TYPES = ['message', 'app_mention'] as const;
+
+/** The fields of a `message` or `app_mention` event that a reply, and the choice to reply, need. */
 const chatEvent = z.object({
-  type: z.enum(['message', 'app_mention']),
+  type: z.enum(SLACK_CHAT_EVENT_TYPES),
   subtype: z.string().optional(),
   bot_id: z.string().optional(),
   channel: z.string().min(1),
+  /** `im` for a direct message (@slack/types GenericMessageEvent); app_mention has none. */
+  channel_type: z.string().optional(),
   user: z.string().optional(),
   text: z.string().optional(),
   ts: z.string().min(1),
   event_ts: z.string().optional(),
   thread_ts: z.string().optional(),
+  /** On a reply in a thread: who posted the thread's parent. */
+  parent_user_id: z.string().optional(),
 });
 
 /**
- * A person's message that mentions or addresses the app. Slack sends a mention twice (`message` and
- * `app_mention`, different event ids, same `ts`); a message with a subtype (edits, joins, bot posts) or
- * a `bot_id` is not a person talking, and answering bots could loop two bots into each other.
+ * A person's message: what a reply may answer (slackAddressing says whether one should). Slack sends a
+ * mention twice (`message` and `app_mention`, different event ids, same `ts`); a message with a subtype
+ * (edits, joins, bot posts) or a `bot_id` is not a person talking, and answering bots could loop two
+ * bots into each other.
  */
 function personMessage(event: unknown) {
   const parsed = chatEvent.safeParse(event);
@@ -99,6 +108,66 @@ function personMessage(event: unknown) {
     return undefined;
   }
   return parsed.data;
+}
+
+/** An envelope, as far as its event goes: slackAddressing reads the InboundEvent payload, the whole envelope. */
+const wrappedEvent = z.looseObject({ event: z.unknown() });
+
+/**
+ * The envelope's `authorizations`: one installation the event is visible to, whose `user_id` is the
+ * app's bot user when `is_bot` (https://api.slack.com/apis/events-api#authorizations and
+ * https://api.slack.com/changelog/2020-09-15-events-api-truncate-authed-users, checked Nov 2026).
+ * Slack lists at most one: for an app with bot scopes only (deploy/slack-app-manifest.yaml) that is
+ * its bot. Read leniently, entry by entry: without one, a `message` is not known to mention the bot,
+ * and its `app_mention` twin still is.
+ */
+const authorizationList = z.looseObject({ authorizations: z.array(z.unknown()) });
+const botAuthorization = z.looseObject({
+  user_id: z.string().min(1),
+  is_bot: z.literal(true),
+});
+
+function botUsers(envelope: unknown): string[] {
+  const list = authorizationList.safeParse(envelope);
+  if (!list.success) return [];
+  return list.data.authorizations.flatMap((entry) => {
+    const bot = botAuthorization.safeParse(entry);
+    return bot.success ? [bot.data.user_id] : [];
+  });
+}
+
+/**
+ * How a person's Slack message reaches the app, which is what the default route decides on
+ * (DESIGN.md §2, "Default routes"): it mentions the bot, it is a direct message, it replies in a
+ * thread (`threadTs`: the parent's ts; `parentIsBot`: the bot posted the parent), or it is a plain
+ * message in a channel.
+ */
+export type SlackAddressing = { channel: string } & (
+  | { kind: 'mention' | 'direct' | 'channel' }
+  | { kind: 'thread'; threadTs: string; parentIsBot: boolean }
+);
+
+/**
+ * How the person's message in an event_callback envelope addresses the app; undefined when the event
+ * is not a person's message. A `message` whose text carries `<@BOT>` (or `<@BOT|name>`) is a mention
+ * as much as its `app_mention` twin: either may arrive first, and `message.im` or a channel without
+ * `app_mention` send only the one.
+ */
+export function slackAddressing(envelope: unknown): SlackAddressing | undefined {
+  const wrapped = wrappedEvent.safeParse(envelope);
+  const event = wrapped.success ? personMessage(wrapped.data.event) : undefined;
+  if (!event) return undefined;
+  const { channel } = event;
+  const bots = botUsers(envelope);
+  const text = event.text ?? '';
+  const mentioned = bots.some((id) => text.includes(`<@${id}>`) || text.includes(`<@${id}|`));
+  if (event.type === 'app_mention' || mentioned) return { channel, kind: 'mention' };
+  if (event.channel_type === 'im') return { channel, kind: 'direct' };
+  if (event.thread_ts && event.thread_ts !== event.ts) {
+    const parentIsBot = event.parent_user_id !== undefined && bots.includes(event.parent_user_id);
+    return { channel, kind: 'thread', threadTs: event.thread_ts, parentIsBot };
+  }
+  return { channel, kind: 'channel' };
 }
 
 /** Slack's retry headers, for the ledger; they are not signed, so only well-formed values are kept. */

@@ -60,7 +60,8 @@ describe('replyflow start under load, then Ctrl-C (the real executable, embedded
         abortIf: () => (child.exitCode === null ? undefined : `replyflow start exited:\n${output}`),
       });
 
-      // A burst of Slack messages, each its own conversation; Ctrl-C once a third are in.
+      // A burst of Slack mentions (the default route answers what is addressed to the bot), each its own
+      // conversation; Ctrl-C once a third are in.
       const receiver = `http://127.0.0.1:${port}`;
       let acked = 0;
       const deliver = async () => {
@@ -70,7 +71,14 @@ describe('replyflow start under load, then Ctrl-C (the real executable, embedded
           team_id: 'T1',
           event_id: uniqueId('Ev'),
           event_time: Math.floor(Date.now() / 1000),
-          event: { type: 'message', channel: uniqueId('C'), user: 'U1', text: 'hours?', ts, event_ts: ts },
+          event: {
+            type: 'app_mention',
+            channel: uniqueId('C'),
+            user: 'U1',
+            text: '<@UBOT> hours?',
+            ts,
+            event_ts: ts,
+          },
         });
         const response = await fetch(`${receiver}/webhooks/slack`, {
           method: 'POST',

@@ -27,13 +27,29 @@ function chatEvent(
   };
 }
 
-/** A Slack user message: the reply goes to its thread, or (`topLevel`) to the channel itself. */
+/**
+ * A Slack mention of the bot (the default route answers only what addresses it): the reply goes to
+ * its thread, or (`topLevel`) to the channel itself.
+ */
 export function slackEvent(channel: string, ts: string, topLevel = false): InboundEvent {
-  return chatEvent('slack', `T1:${channel}:${ts}`, ts, {
-    target: 'slack',
-    kind: 'answer',
-    destination: topLevel ? { channel } : { channel, threadTs: ts },
-  });
+  const mention = {
+    type: 'app_mention',
+    channel,
+    user: 'U1',
+    text: '<@UBOT> opening hours?',
+    ts,
+    event_ts: ts,
+  };
+  return {
+    ...chatEvent(
+      'slack',
+      `T1:${channel}:${ts}`,
+      ts,
+      { target: 'slack', kind: 'answer', destination: topLevel ? { channel } : { channel, threadTs: ts } },
+      { type: 'event_callback', team_id: 'T1', event: mention },
+    ),
+    eventType: 'app_mention',
+  };
 }
 
 /** A LINE user message; without a token (a push-only destination) the reply must be pushed. */

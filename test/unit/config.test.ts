@@ -79,6 +79,44 @@ describe('configuration read once at start (src/config.ts)', () => {
     assert.deepEqual(problemsOf({ RECEIVER_HEADERS_TIMEOUT: '30s', RECEIVER_REQUEST_TIMEOUT: '30s' }), []);
   });
 
+  it('answers Slack mentions only by default, and reads the channels that get every message answered', () => {
+    const defaults = loadConfig({ SLACK_REPLY_TO: '', SLACK_REPLY_TO_ALL_IN: ' ' });
+    assert.equal(defaults.SLACK_REPLY_TO, 'mentions');
+    assert.deepEqual(defaults.SLACK_REPLY_TO_ALL_IN, []);
+    assert.equal(loadConfig({ SLACK_REPLY_TO: 'all' }).SLACK_REPLY_TO, 'all');
+    assert.deepEqual(loadConfig({ SLACK_REPLY_TO_ALL_IN: 'C0123ABCD, G0456EFGH,' }).SLACK_REPLY_TO_ALL_IN, [
+      'C0123ABCD',
+      'G0456EFGH',
+    ]);
+  });
+
+  it('lists every Slack reply setting problem, each channel on its own', () => {
+    const problems = (env: Record<string, string>) => {
+      try {
+        loadConfig(env);
+        return [];
+      } catch (err) {
+        assert.ok(err instanceof ConfigError);
+        return err.problems;
+      }
+    };
+    const listed = problems({
+      SLACK_REPLY_TO: 'everyone',
+      SLACK_REPLY_TO_ALL_IN: '#general,C0123ABCD,D0456EFGH,c0789',
+    });
+    assert.deepEqual(
+      listed.map((p) => p.split(':')[0]),
+      ['SLACK_REPLY_TO', 'SLACK_REPLY_TO_ALL_IN', 'SLACK_REPLY_TO_ALL_IN', 'SLACK_REPLY_TO_ALL_IN'],
+    );
+    assert.match(listed[0]!, /mentions .* or all/);
+    assert.match(listed[1]!, /"#general" is not a channel id/);
+    assert.match(listed[2]!, /"D0456EFGH" is a direct message/);
+    assert.match(listed[3]!, /"c0789" is not a channel id/);
+    assert.deepEqual(problems({ SLACK_REPLY_TO: 'all', SLACK_REPLY_TO_ALL_IN: 'C0123ABCD' }), [
+      'SLACK_REPLY_TO_ALL_IN: has no effect with SLACK_REPLY_TO=all, which answers every channel already (unset one of them)',
+    ]);
+  });
+
   it('parses Standard Webhooks secrets per source', () => {
     const config = loadConfig({ STANDARD_WEBHOOKS_SECRETS: 'orders=whsec_a, billing=whsec_b' });
     assert.deepEqual(config.STANDARD_WEBHOOKS_SECRETS, { orders: 'whsec_a', billing: 'whsec_b' });

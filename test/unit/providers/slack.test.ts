@@ -1,7 +1,13 @@
 // The Slack provider: Slack's documented signature example, a valid request broken one thing at a
-// time, and the normalisation the default route and the Slack target rely on.
+// time, the normalisation the default route and the Slack target rely on, and how a message
+// addresses the bot.
 import assert from 'node:assert/strict';
-import { signSlackRequest, slackProvider, verifySlackRequest } from '../../../src/providers/slack';
+import {
+  signSlackRequest,
+  slackAddressing,
+  slackProvider,
+  verifySlackRequest,
+} from '../../../src/providers/slack';
 import { WebhookPayloadError, WebhookVerificationError } from '../../../src/providers/types';
 import { chatBusinessKey } from '../../../src/routes';
 import { eventsOf, flipOneByte, requestContext } from './context';
@@ -179,6 +185,88 @@ describe('Slack provider', () => {
         assert.equal(event!.replyTo, undefined);
       });
     }
+  });
+
+  describe('how a message addresses the bot (slackAddressing, what the default route decides on)', () => {
+    const bot = {
+      enterprise_id: null,
+      team_id: 'T123',
+      user_id: 'UBOT',
+      is_bot: true,
+      is_enterprise_install: false,
+    };
+    /** The event in an envelope whose other fields are `envelope` (by default: delivered for the bot UBOT). */
+    const addressing = (
+      event: Record<string, unknown>,
+      envelope: Record<string, unknown> = { authorizations: [bot] },
+    ) => slackAddressing(JSON.parse(callback(event, envelope)));
+
+    it('reads an app_mention as a mention, whoever the envelope names', () => {
+      const mention = { ...userMessage, type: 'app_mention', text: '<@UBOT> hours?' };
+      assert.deepEqual(addressing(mention, { authorizations: [] }), { channel: 'C42', kind: 'mention' });
+    });
+
+    it("reads a message that names the envelope's bot user as a mention, in either of Slack's forms", () => {
+      for (const text of ['<@UBOT> hours?', 'so, <@UBOT|replyflow>, hours?'])
+        assert.deepEqual(addressing({ ...userMessage, text }), { channel: 'C42', kind: 'mention' }, text);
+    });
+
+    it('does not read a mention of someone else, or of a user who is not the bot, as a mention', () => {
+      assert.equal(addressing({ ...userMessage, text: '<@UOTHER> lunch?' })?.kind, 'channel');
+      assert.equal(addressing({ ...userMessage, text: '<@UBOTX> lunch?' })?.kind, 'channel');
+      const person = { ...bot, user_id: 'U7', is_bot: false };
+      assert.equal(
+        addressing({ ...userMessage, text: '<@U7> lunch?' }, { authorizations: [person] })?.kind,
+        'channel',
+      );
+    });
+
+    it('reads a message without usable authorizations by its other fields', () => {
+      for (const envelope of [
+        {},
+        { authorizations: 'none' },
+        { authorizations: [null, { user_id: 5, is_bot: true }] },
+      ])
+        assert.equal(addressing({ ...userMessage, text: '<@UBOT> hours?' }, envelope)?.kind, 'channel');
+    });
+
+    it('reads channel_type im as a direct message', () => {
+      assert.deepEqual(addressing({ ...userMessage, channel: 'D42', channel_type: 'im' }), {
+        channel: 'D42',
+        kind: 'direct',
+      });
+    });
+
+    it('reads a thread reply with its parent, and whether the bot posted the parent', () => {
+      const reply = { ...userMessage, ts: '1700000000.000200', thread_ts: '1700000000.000100' };
+      assert.deepEqual(addressing({ ...reply, parent_user_id: 'U7' }), {
+        channel: 'C42',
+        kind: 'thread',
+        threadTs: '1700000000.000100',
+        parentIsBot: false,
+      });
+      assert.deepEqual(addressing({ ...reply, parent_user_id: 'UBOT' }), {
+        channel: 'C42',
+        kind: 'thread',
+        threadTs: '1700000000.000100',
+        parentIsBot: true,
+      });
+    });
+
+    it("reads a thread's parent (thread_ts = ts) as a plain channel message", () => {
+      assert.equal(addressing({ ...userMessage, thread_ts: userMessage.ts })?.kind, 'channel');
+    });
+
+    it("reads nothing in what is not a person's message", () => {
+      assert.equal(addressing({ ...userMessage, bot_id: 'B1', text: '<@UBOT>' }), undefined);
+      assert.equal(addressing({ ...userMessage, subtype: 'message_changed' }), undefined);
+      assert.equal(
+        addressing({ type: 'reaction_added', user: 'U7', reaction: 'x', event_ts: '1.2' }),
+        undefined,
+      );
+      assert.equal(slackAddressing({ type: 'event_callback' }), undefined);
+      assert.equal(slackAddressing('not an envelope'), undefined);
+    });
   });
 
   describe('deliveries that carry no event (acknowledged, nothing started)', () => {

@@ -1,0 +1,76 @@
+// deploy/slack-app-manifest.yaml against the code: it parses, points Slack at the receiver's Slack
+// endpoint, subscribes to the event types the Slack provider answers and to nothing else, and asks
+// for exactly the bot scopes those events and the Slack target's calls need (docs/slack.md says why
+// each one is there).
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import YAML from 'yaml';
+import { SLACK_CHAT_EVENT_TYPES, slackProvider } from '../../src/providers/slack';
+import { PROJECT_ROOT } from '../../src/temporal/binaries';
+
+const MANIFEST = path.join(PROJECT_ROOT, 'deploy', 'slack-app-manifest.yaml');
+
+/**
+ * The scope each bot event needs, from Slack's event reference (https://docs.slack.dev/reference/events,
+ * e.g. /app_mention and /message.im, checked Nov 2026).
+ */
+const EVENT_SCOPES: Record<string, string> = {
+  app_mention: 'app_mentions:read',
+  'message.channels': 'channels:history',
+  'message.groups': 'groups:history',
+  'message.im': 'im:history',
+  'message.mpim': 'mpim:history',
+};
+
+/**
+ * The scopes the Slack target's calls need (src/targets/slack.ts): chat.postMessage, and the lookup's
+ * conversations.replies / conversations.history in every kind of conversation a reply can go to.
+ */
+const TARGET_SCOPES = ['chat:write', 'channels:history', 'groups:history', 'im:history', 'mpim:history'];
+
+interface Manifest {
+  features: {
+    app_home?: { messages_tab_enabled?: boolean; messages_tab_read_only_enabled?: boolean };
+    bot_user?: { display_name?: string };
+  };
+  oauth_config: { scopes: { bot?: string[]; user?: string[] } };
+  settings: { event_subscriptions: { request_url: string; bot_events: string[]; user_events?: string[] } };
+}
+
+describe('the Slack app manifest (deploy/slack-app-manifest.yaml)', () => {
+  const document = YAML.parseDocument(readFileSync(MANIFEST, 'utf8'));
+  const manifest = document.toJS() as Manifest;
+  const { bot_events: events, request_url: requestUrl } = manifest.settings.event_subscriptions;
+  const scopes = manifest.oauth_config.scopes.bot ?? [];
+
+  it('parses as YAML, with a bot user', () => {
+    assert.deepEqual(document.errors, []);
+    assert.ok(manifest.features.bot_user?.display_name);
+  });
+
+  it("points Slack's request URL at the receiver's Slack endpoint", () => {
+    assert.equal(new URL(requestUrl).pathname, `/webhooks/${slackProvider('unused').name}`);
+  });
+
+  it('subscribes to the event types the Slack provider answers, and to no other', () => {
+    const types = new Set(events.map((event) => event.split('.')[0]));
+    assert.deepEqual([...types].sort(), [...SLACK_CHAT_EVENT_TYPES].sort());
+    assert.ok(events.includes('app_mention'), 'mentions');
+    assert.ok(events.includes('message.im'), 'direct messages');
+    assert.equal(manifest.settings.event_subscriptions.user_events, undefined, 'no user events');
+  });
+
+  it('lets people write to the bot directly (its Messages tab)', () => {
+    assert.equal(manifest.features.app_home?.messages_tab_enabled, true);
+    assert.equal(manifest.features.app_home?.messages_tab_read_only_enabled, false);
+  });
+
+  it('asks for exactly the bot scopes its events and the Slack target need, and no user scope', () => {
+    for (const event of events) assert.ok(EVENT_SCOPES[event], `a known bot event: ${event}`);
+    const needed = new Set([...events.map((event) => EVENT_SCOPES[event]!), ...TARGET_SCOPES]);
+    assert.deepEqual([...scopes].sort(), [...needed].sort());
+    assert.equal(new Set(scopes).size, scopes.length, 'each scope once');
+    assert.equal(manifest.oauth_config.scopes.user, undefined, 'no user scopes');
+  });
+});
