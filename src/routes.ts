@@ -326,12 +326,17 @@ export function checkRouteText(
 /**
  * Parses `value`, or adds each issue to `problems` with its full path. A key the schema does not know
  * is a problem of its own, with the field probably meant; the field that typo left missing is not
- * said again.
+ * said again (`typos` collects those fields, for parts checked on their own).
  */
-function validate<T>(schema: z.ZodType<T>, value: unknown, at: Path, problems: string[]): T | undefined {
+function validate<T>(
+  schema: z.ZodType<T>,
+  value: unknown,
+  at: Path,
+  problems: string[],
+  typos = new Set<string>(),
+): T | undefined {
   const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;
-  const typos = new Set<string>();
   const lines: (string | { missing: Path; line: string })[] = [];
   for (const issue of parsed.error.issues) {
     if (issue.code === 'unrecognized_keys') {
@@ -437,9 +442,12 @@ function toEndpoint(
 function checkRoute(value: unknown, index: number, file: FileContext): Route | undefined {
   const at: Path = ['routes', index];
   const before = file.problems.length;
-  const spec = validate(routeSchema, value, at, file.problems);
+  const typos = new Set<string>();
+  const spec = validate(routeSchema, value, at, file.problems, typos);
   const raw = isRecord(value) ? value : {};
-  const when = checkWhen(raw.when, [...at, 'when'], file);
+  // `wehn:` is said once, as a typo, not again as a missing `when`.
+  const when =
+    raw.when === undefined && typos.has('when') ? undefined : checkWhen(raw.when, [...at, 'when'], file);
   const operation = { set: typeof raw.operationId === 'string' };
   if (typeof raw.operationId === 'string')
     checkTemplate(raw.operationId, [...at, 'operationId'], { usable: false, ...operation }, file.problems);
@@ -707,12 +715,22 @@ function renderBody(value: unknown, scope: Scope, where: string): unknown {
   return value;
 }
 
-function matches(route: Route, event: InboundEvent): boolean {
-  if (route.provider !== event.provider || !route.eventTypes.includes(event.eventType)) return false;
+/** Why `route` does not take `event`: the first condition it fails (`replyflow routes try` says it); none when it does. */
+export function mismatch(route: Route, event: InboundEvent): string | undefined {
+  if (route.provider !== event.provider) return `the provider is ${event.provider}, not ${route.provider}`;
+  if (!route.eventTypes.includes(event.eventType))
+    return `the event type is ${event.eventType}, not ${route.eventTypes.join(' or ')}`;
   const scope: Scope = { event, route };
-  return Object.entries(route.fields).every(([field, allowed]) =>
-    allowed.includes(fieldOf(scope, field) as Scalar),
-  );
+  for (const [field, allowed] of Object.entries(route.fields)) {
+    const value = fieldOf(scope, field);
+    if (!allowed.includes(value as Scalar))
+      return `${field} is ${value === undefined ? 'absent' : JSON.stringify(value)?.slice(0, 80)}, not ${allowed.map((v) => JSON.stringify(v)).join(' or ')}`;
+  }
+  return undefined;
+}
+
+function matches(route: Route, event: InboundEvent): boolean {
+  return mismatch(route, event) === undefined;
 }
 
 /** The effects the configured routes ask for. @throws RouteMappingError when a matching route needs a missing field. */
