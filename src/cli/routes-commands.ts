@@ -24,8 +24,10 @@ import { TargetError } from '../targets/types';
 import { type CliContext, EXIT, report } from './command';
 import { type CliIo, printLine } from './io';
 
-/** A usage problem of these commands: one line, exit 2. */
-class RoutesInputError extends Error {}
+/** Thrown when a routes command cannot do what it was asked (no file, an unreadable sample): one line, exit 2. */
+class RoutesInputError extends Error {
+  override name = 'RoutesInputError';
+}
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 

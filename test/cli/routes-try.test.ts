@@ -147,6 +147,28 @@ routes:
     );
   });
 
+  it('says when a mapped value would make the send fail, as the target would refuse it, exit 1', async () => {
+    const empty = stripeRefundSample({
+      id: 're_45',
+      status: 'succeeded',
+      metadata: { shop: 's', order: '' },
+    });
+    const result = await cliOffline(['routes', 'try', routes, '--event', file('empty.json', empty)]);
+    assert.equal(result.code, 1);
+    const lines = result.stdout.split('\n');
+    assert.ok(
+      lines.includes(
+        '      would fail when sent: http:warehouse: {order} is empty (it would change the path); check where the route takes order from: the event gave an empty value, not an id',
+      ),
+      result.stdout,
+    );
+    assert.ok(
+      lines.includes(
+        '1 of 4 routes match: 1 effect, 2 steps, a step would fail when sent; nothing was sent and nothing started',
+      ),
+    );
+  });
+
   it('explains why a route does not match: a field condition', async () => {
     const pending = stripeRefundSample({
       id: 're_44',
