@@ -19,7 +19,7 @@ import { resolveSandbox } from './sandbox/settings';
 import { keyring, payloadCodec, resolveEncryptionKey } from './temporal/client';
 import { CODEC_PATH } from './temporal/codec-server';
 import { startDevServer } from './temporal/dev-server';
-import { startWorker } from './worker';
+import { loadWorkerRoutes, startWorker } from './worker';
 
 export interface Running {
   urls: {
@@ -82,6 +82,9 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
     // The sandbox is the local demo: on by default for `start` only, with secrets from the data dir.
     const sandbox = resolveSandbox(config, { local: role === 'all' });
     const encryptionKey = resolveEncryptionKey(config, { create: role === 'all' });
+    // The worker checks its routes again when it is built; here a bad file stops the start before
+    // PostgreSQL and Temporal are started or reached.
+    if (role !== 'receiver') loadWorkerRoutes({ ...config, ...sandbox });
     let databaseUrl = config.DATABASE_URL;
     let pool: Pool;
     if (databaseUrl) {

@@ -85,6 +85,11 @@ export interface ClaimInput {
   order?: { conversationKey: string; orderKey: string };
 }
 
+/** The business key of one step's effect row: the effect's own, with `#<step>` when it has several. */
+export function stepBusinessKey(effect: EffectPlan, step: StepPlan): string {
+  return effect.steps.length > 1 ? `${effect.businessKey}#${step.name}` : effect.businessKey;
+}
+
 /**
  * What claiming step `stepIndex` of `effect` asks for: one place, for the workflow and for the
  * admission that claims an event's first step in the same local activity. `ordered`: the effect
@@ -106,7 +111,7 @@ export function claimInput(options: {
     workflowId: options.workflowId,
     correlationId: options.correlationId,
     integration: effect.integration,
-    businessKey: effect.steps.length > 1 ? `${effect.businessKey}#${step.name}` : effect.businessKey,
+    businessKey: stepBusinessKey(effect, step),
     conversationId: effect.conversationId,
     step,
     stepIndex,

@@ -12,8 +12,8 @@ import type { Logger } from './logger';
 import type { DeliveryPolicy } from './model';
 import { freePort } from './ports';
 import { createResponder } from './responders';
-import { loadRouteFile, planner, RouteFileError, routeTargetProblems } from './routes';
-import { createTargets } from './targets';
+import { loadRouteFile, planner, type RouteSet, workerRouteChecks } from './routes';
+import { createTargets, type TargetRegistry } from './targets';
 import { connectionSecurity, keyring, payloadCodec } from './temporal/client';
 import { SearchAttributesMissingError, searchAttributeProblems } from './temporal/search-attributes';
 import { createWorkerMetrics, serveWorkerMetrics, type WorkerMetrics } from './worker-metrics';
@@ -112,6 +112,23 @@ function eagerWorkflowTaskSlots(config: Config): number {
   return Math.max(2, Math.min(config.WORKER_ACTIVITY_SLOTS, cache));
 }
 
+/**
+ * ROUTES_FILE as a worker with `config` runs it, checked as a whole against that worker (its
+ * environment, its built-in targets, its Standard Webhooks sources): `replyflow start` calls it before
+ * it starts anything, so that a bad file is refused in a moment with every problem at once.
+ * @throws RouteFileError
+ */
+export function loadWorkerRoutes(
+  config: Config,
+  targets: TargetRegistry = createTargets(config),
+): RouteSet | undefined {
+  if (!config.ROUTES_FILE) return undefined;
+  return loadRouteFile(
+    config.ROUTES_FILE,
+    workerRouteChecks(config, (target) => targets.has(target)),
+  );
+}
+
 /** Builds a worker without running it (tests drive it with `worker.runUntil`). */
 export async function createWorker(
   options: WorkerSetup,
@@ -119,10 +136,8 @@ export async function createWorker(
   installRuntime();
   const { config, logger } = options;
   // A route file with problems stops the start here, listing every problem, before anything connects.
-  const routes = config.ROUTES_FILE ? loadRouteFile(config.ROUTES_FILE) : undefined;
+  const routes = loadWorkerRoutes(config, options.deps?.targets);
   const targets = options.deps?.targets ?? createTargets(config, routes?.endpoints);
-  const routeProblems = routes ? routeTargetProblems(routes, targets) : [];
-  if (routeProblems.length > 0) throw new RouteFileError(config.ROUTES_FILE!, routeProblems);
   const connection = await NativeConnection.connect({
     address: options.temporalAddress,
     ...connectionSecurity(config),

@@ -8,10 +8,12 @@ import { ConfigError, loadConfig } from '../config';
 import { errorMessage } from '../failures';
 import { launch } from '../launcher';
 import { createLogger } from '../logger';
+import { RouteFileError } from '../routes';
 import { registerAccountCommands } from './account-commands';
 import { type CliContext, EXIT } from './command';
 import { type CliIo, processIo } from './io';
 import { registerMaintenanceCommands } from './maintenance-commands';
+import { registerRoutesCommands } from './routes-commands';
 import { registerSetupCommand } from './setup-command';
 import { registerWorkCommands } from './work-commands';
 
@@ -51,6 +53,13 @@ function runRole(role: 'all' | 'receiver' | 'worker') {
     try {
       running = await launch(config, logger, role);
     } catch (err) {
+      // A bad route file is bad configuration, refused before anything started: every problem, exit 2.
+      if (err instanceof RouteFileError) {
+        console.error(
+          `${err.message}\n(replyflow routes check ${err.file} lists the same without starting anything)`,
+        );
+        process.exit(2);
+      }
       // With its causes: a start Temporal refused says why only in the cause.
       console.error(`replyflow: ${errorMessage(err)}`);
       process.exit(1);
@@ -169,6 +178,7 @@ export function buildProgram(
   registerMaintenanceCommands(program, ctx);
   registerAccountCommands(program, ctx);
   registerSetupCommand(program, ctx);
+  registerRoutesCommands(program, ctx);
   return program;
 }
 

@@ -99,6 +99,23 @@ export async function cli(argv: string[], options: InProcessOptions = {}): Promi
   return { code, stdout, stderr };
 }
 
+/**
+ * `replyflow <argv>` in this process with `env` as its whole environment: for the commands that reach
+ * no server (`routes check`, `routes try`), so no receiver is started for them.
+ */
+export async function cliOffline(argv: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  let stdout = '';
+  let stderr = '';
+  const code = await run(argv, {
+    env: { LOG_LEVEL: 'silent', ...env },
+    stdout: { write: (text: string) => (stdout += text) },
+    stderr: { write: (text: string) => (stderr += text) },
+    confirm: async () => false,
+    readSecret: async () => '',
+  });
+  return { code, stdout, stderr };
+}
+
 /** `replyflow --json …` parsed; fails the test with the CLI's stderr when it did not exit 0. */
 export async function cliJson<T>(argv: string[], options: InProcessOptions = {}): Promise<T> {
   const result = await cli([...argv, '--json'], options);

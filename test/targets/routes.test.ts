@@ -130,13 +130,13 @@ routes:
     businessKey: "x"
     steps: [{ name: a, target: http:orders, body: {}, text: hi }]
   - name: second
-    when: { provider: stripe, eventType: x }
+    when: { provider: stripe, eventType: charge.failed }
     businessKey: "order:{operationId}"
     steps:
       - { name: a, target: http:wharehouse, body: { a: "{bad path}" } }
       - { name: a, target: slack, reply: true }
   - name: second
-    when: { provider: stripe, eventType: x }
+    when: { provider: stripe, eventType: charge.failed }
     businessKey: "k"
     steps: []
 `,
@@ -144,7 +144,7 @@ routes:
       { CRM_KEY: 'crm-secret-value' },
     );
     assert.deepEqual(problems, [
-      'endpoints.orders: Unrecognized key: "retries"',
+      'endpoints.orders.retries: unknown field (fields here: url, method, headers, idempotency, idField, lookup, consistencyDelay)',
       'endpoints.crm.url: not a URL',
       'routes[0].when.eventType: expected an event type or a list of them',
       'routes[0].steps[0]: give exactly one of body, text or reply: true',
@@ -153,6 +153,7 @@ routes:
       'routes[1].steps[0].body.a: {bad path} is not a field path such as {data.object.id}',
       'routes[1].steps[1].name: another step of this route is also named "a"',
       'routes[2].steps: Too small: expected array to have >=1 items',
+      'routes[2].name: another route is also named "second"',
     ]);
     const more = problemsOf(
       `endpoints:\n  orders: { url: "ftp://o.example", consistencyDelay: forever, headers: { A: "\${ORDERS_TOKEN}" } }\n`,
@@ -168,7 +169,7 @@ routes:
   it('says where a file is not YAML or JSON at all', () => {
     assert.match(problemsOf('routes: [', 'yaml')[0]!, /not valid YAML/);
     assert.match(problemsOf('{"routes": ', 'json')[0]!, /not valid JSON/);
-    assert.deepEqual(problemsOf('routez: []'), ['(file): Unrecognized key: "routez"']);
+    assert.deepEqual(problemsOf('routez: []'), ['routez: unknown field (did you mean "routes"?)']);
     assert.throws(
       () => loadRouteFile('/nonexistent/routes.yaml'),
       (err: Error) =>
