@@ -1,7 +1,8 @@
 // Which effects an event asks for. The default route answers a chat message addressed to the bot
 // once per (provider, conversation, source message, reply kind); configured routes (ROUTES_FILE, JSON
 // or YAML) add effects mapped from event fields, e.g. an order registered and then inventory reserved.
-// A route file is checked as a whole before anything runs, every problem at once (`replyflow routes check`).
+// A route file is checked as a whole before anything runs, every problem at once
+// (`replyflow routes check`).
 
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -10,8 +11,8 @@ import { z } from 'zod';
 import { type Config, parseDuration } from './config';
 import { errorMessage } from './failures';
 import type { EffectPlan, StepPlan } from './model';
-import { slackAddressing } from './providers/slack';
 import { EVENT_TYPES, STANDARD_WEBHOOKS_PREFIX, sendsEventType } from './providers/event-types';
+import { slackAddressing } from './providers/slack';
 import type { InboundEvent } from './providers/types';
 import { closest, didYouMean } from './suggest';
 import { TARGET_SETTINGS } from './targets';
