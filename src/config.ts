@@ -149,6 +149,11 @@ export const configSchema = z.object({
    */
   HOST: z.string().min(1).default('127.0.0.1'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /**
+   * The least severe of the Temporal SDK's own lines that are logged. Its INFO and DEBUG lines are
+   * the worker's internals, hence WARN.
+   */
+  REPLYFLOW_SDK_LOG_LEVEL: z.enum(['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR']).default('WARN'),
   REPLYFLOW_DATA_DIR: z.string().default('.data'),
   /** Unset → the launcher starts an embedded `temporal server start-dev`. */
   TEMPORAL_ADDRESS: optional,

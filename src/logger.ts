@@ -28,10 +28,12 @@ export const REDACTED_PATHS = [
 export type Logger = pino.Logger;
 
 /**
+ * @param level pino's level; the caller passes the validated LOG_LEVEL (src/config.ts), so that an
+ *   unknown level is a config error listed with the others rather than pino's throw.
  * @param destination where lines go. @default stdout (tests pass a stream to read what was logged)
  */
 export function createLogger(
-  level = process.env.LOG_LEVEL ?? 'info',
+  level: pino.LevelWithSilent = 'info',
   name = 'replyflow',
   destination?: pino.DestinationStream,
 ): Logger {

@@ -24,13 +24,16 @@ let runtimeInstalled = false;
 /** Where the SDK's Prometheus exporter answers, when installRuntime started one. */
 let sdkMetricsUrl: string | undefined;
 /**
- * The SDK's own logs go to stderr (WARN by default, REPLYFLOW_SDK_LOG_LEVEL to change); ours go
- * through pino. With `sdkMetricsPort`, the SDK's runtime metrics are exported on that loopback port.
- * Installed once per process.
+ * The SDK's own logs go to stderr from `level` up (REPLYFLOW_SDK_LOG_LEVEL); ours go through pino.
+ * With `sdkMetricsPort`, the SDK's runtime metrics are exported on that loopback port. Installed once
+ * per process: the first caller's options hold.
  */
-export function installRuntime(options: { sdkMetricsPort?: number } = {}): void {
+export function installRuntime(options: {
+  level: Config['REPLYFLOW_SDK_LOG_LEVEL'];
+  sdkMetricsPort?: number;
+}): void {
   if (runtimeInstalled) return;
-  const level = (process.env.REPLYFLOW_SDK_LOG_LEVEL ?? 'WARN') as 'WARN' | 'ERROR';
+  const { level } = options;
   const bindAddress = options.sdkMetricsPort ? `127.0.0.1:${options.sdkMetricsPort}` : undefined;
   Runtime.install({
     logger: new DefaultLogger(level),
@@ -116,8 +119,8 @@ function eagerWorkflowTaskSlots(config: Config): number {
 export async function createWorker(
   options: WorkerSetup,
 ): Promise<{ worker: Worker; connection: NativeConnection; metrics: WorkerMetrics }> {
-  installRuntime();
   const { config, logger } = options;
+  installRuntime({ level: config.REPLYFLOW_SDK_LOG_LEVEL });
   // A route file with problems stops the start here, listing every problem, before anything connects.
   const routes = config.ROUTES_FILE ? loadRouteFile(config.ROUTES_FILE) : undefined;
   const targets = options.deps?.targets ?? createTargets(config, routes?.endpoints);
@@ -192,7 +195,8 @@ export async function createWorker(
 /** Runs a worker until `stop()`, with its Prometheus endpoint on WORKER_METRICS_PORT (0: none). */
 export async function startWorker(options: WorkerSetup): Promise<WorkerHandle> {
   const metricsPort = options.config.WORKER_METRICS_PORT;
-  if (metricsPort > 0) installRuntime({ sdkMetricsPort: await freePort() });
+  if (metricsPort > 0)
+    installRuntime({ level: options.config.REPLYFLOW_SDK_LOG_LEVEL, sdkMetricsPort: await freePort() });
   const metrics = options.deps?.metrics ?? createWorkerMetrics(options.pool);
   // The metrics port is taken before the worker exists: a port in use then fails the start with its
   // own message, instead of leaving a created worker that holds the connection open.

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
+import { configSchema } from '../../src/config';
 import { createPool, type Pool } from '../../src/db/pool';
 import { setUpDatabase } from '../../src/db/setup';
 import { startEmbeddedPostgres } from '../../src/embedded/postgres';
@@ -38,7 +39,9 @@ export const devServer = once(async (): Promise<DevServer> => {
 });
 
 export const timeSkipping = once(async (): Promise<TestWorkflowEnvironment> => {
-  installRuntime();
+  installRuntime({
+    level: configSchema.shape.REPLYFLOW_SDK_LOG_LEVEL.parse(process.env.REPLYFLOW_SDK_LOG_LEVEL || 'ERROR'),
+  });
   const env = await TestWorkflowEnvironment.createTimeSkipping({
     server: { executable: { type: 'existing-path', path: findTemporalTestServer() } },
     client: { dataConverter: dataConverter(TEST_ENCRYPTION_KEY) },
