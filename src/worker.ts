@@ -1,7 +1,7 @@
 // The worker role: runs the event workflow and its activities on the task queue. Several workers can
 // share one queue; each needs the same encryption key and database.
 import path from 'node:path';
-import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
+import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { type ActivityDeps, createActivities } from '../activities';
 import { createNotifier } from './alerts';
 import type { Config } from './config';
@@ -15,6 +15,7 @@ import { createResponder } from './responders';
 import { loadRouteFile, planner, RouteFileError, routeTargetProblems } from './routes';
 import { createTargets } from './targets';
 import { connectionSecurity, keyring, payloadCodec } from './temporal/client';
+import { sdkLogger } from './temporal/sdk-logger';
 import { SearchAttributesMissingError, searchAttributeProblems } from './temporal/search-attributes';
 import { createWorkerMetrics, serveWorkerMetrics, type WorkerMetrics } from './worker-metrics';
 
@@ -24,11 +25,12 @@ let runtimeInstalled = false;
 /** Where the SDK's Prometheus exporter answers, when installRuntime started one. */
 let sdkMetricsUrl: string | undefined;
 /**
- * The SDK's own logs go to stderr from `level` up (REPLYFLOW_SDK_LOG_LEVEL); ours go through pino.
- * With `sdkMetricsPort`, the SDK's runtime metrics are exported on that loopback port. Installed once
- * per process: the first caller's options hold.
+ * The SDK's own logs, the core's included, go through `logger` (src/temporal/sdk-logger.ts) from
+ * `level` up (REPLYFLOW_SDK_LOG_LEVEL). With `sdkMetricsPort`, the SDK's runtime metrics are exported
+ * on that loopback port. Installed once per process: the first caller's options hold.
  */
 export function installRuntime(options: {
+  logger: Logger;
   level: Config['REPLYFLOW_SDK_LOG_LEVEL'];
   sdkMetricsPort?: number;
 }): void {
@@ -36,9 +38,9 @@ export function installRuntime(options: {
   const { level } = options;
   const bindAddress = options.sdkMetricsPort ? `127.0.0.1:${options.sdkMetricsPort}` : undefined;
   Runtime.install({
-    logger: new DefaultLogger(level),
+    logger: sdkLogger(options.logger, level),
     telemetryOptions: {
-      logging: { filter: { core: level, other: 'ERROR' } },
+      logging: { filter: { core: level, other: 'ERROR' }, forward: {} },
       ...(bindAddress && {
         metrics: { prometheus: { bindAddress, countersTotalSuffix: true, useSecondsForDurations: true } },
       }),
@@ -120,7 +122,7 @@ export async function createWorker(
   options: WorkerSetup,
 ): Promise<{ worker: Worker; connection: NativeConnection; metrics: WorkerMetrics }> {
   const { config, logger } = options;
-  installRuntime({ level: config.REPLYFLOW_SDK_LOG_LEVEL });
+  installRuntime({ logger, level: config.REPLYFLOW_SDK_LOG_LEVEL });
   // A route file with problems stops the start here, listing every problem, before anything connects.
   const routes = config.ROUTES_FILE ? loadRouteFile(config.ROUTES_FILE) : undefined;
   const targets = options.deps?.targets ?? createTargets(config, routes?.endpoints);
@@ -196,7 +198,11 @@ export async function createWorker(
 export async function startWorker(options: WorkerSetup): Promise<WorkerHandle> {
   const metricsPort = options.config.WORKER_METRICS_PORT;
   if (metricsPort > 0)
-    installRuntime({ level: options.config.REPLYFLOW_SDK_LOG_LEVEL, sdkMetricsPort: await freePort() });
+    installRuntime({
+      logger: options.logger,
+      level: options.config.REPLYFLOW_SDK_LOG_LEVEL,
+      sdkMetricsPort: await freePort(),
+    });
   const metrics = options.deps?.metrics ?? createWorkerMetrics(options.pool);
   // The metrics port is taken before the worker exists: a port in use then fails the start with its
   // own message, instead of leaving a created worker that holds the connection open.
