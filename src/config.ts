@@ -326,10 +326,13 @@ function combinationProblems(config: Config): string[] {
 
 export type Config = z.infer<typeof configSchema>;
 
-/** Thrown when the environment is invalid; lists every problem, never a secret's value. */
+/**
+ * Thrown when the environment is invalid; lists every problem, never a secret's value, in one line
+ * (what a start refusal prints: src/cli/main.ts).
+ */
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
-    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    super(`invalid configuration: ${problems.join('; ')}`);
     this.name = 'ConfigError';
   }
 }

@@ -7,7 +7,8 @@ import { runClusterCommand } from '../cluster/command';
 import { ConfigError, loadConfig } from '../config';
 import { errorMessage } from '../failures';
 import { launch } from '../launcher';
-import { createLogger } from '../logger';
+import { createLogger, debugStack } from '../logger';
+import { RouteFileError } from '../routes';
 import { registerAccountCommands } from './account-commands';
 import { type CliContext, EXIT } from './command';
 import { type CliIo, processIo } from './io';
@@ -15,17 +16,30 @@ import { registerMaintenanceCommands } from './maintenance-commands';
 import { registerSetupCommand } from './setup-command';
 import { registerWorkCommands } from './work-commands';
 
-/** The long-running commands' config: every problem listed and exit 2, before anything starts. */
+/** The long-running commands' config: every problem listed in one line and exit 2, before anything starts. */
 function loadConfigOrExit(): ReturnType<typeof loadConfig> {
   try {
     return loadConfig();
   } catch (err) {
     if (err instanceof ConfigError) {
-      console.error(err.message);
-      process.exit(2);
+      console.error(`replyflow: ${err.message}`);
+      process.exit(EXIT.badInput);
     }
     throw err;
   }
+}
+
+/**
+ * Why a start stopped, in one line: what a person at the terminal acts on. With its causes (a start
+ * Temporal refused says why only in the cause). A route file's problems each keep their first line,
+ * which says where: the rest is the YAML parser's excerpt of the file.
+ */
+function startRefusal(err: unknown): string {
+  if (err instanceof RouteFileError) {
+    const problems = err.problems.map((p) => p.split('\n')[0]!.replace(/:$/, ''));
+    return `invalid route file ${err.file} (ROUTES_FILE): ${problems.join('; ')}`;
+  }
+  return errorMessage(err).replace(/\s*\n\s*/g, ' ');
 }
 
 /** What `start` says while nobody can decide yet: operators are accounts an admin creates (docs/cli.md). */
@@ -51,9 +65,11 @@ function runRole(role: 'all' | 'receiver' | 'worker') {
     try {
       running = await launch(config, logger, role);
     } catch (err) {
-      // With its causes: a start Temporal refused says why only in the cause.
-      console.error(`replyflow: ${errorMessage(err)}`);
-      process.exit(1);
+      console.error(`replyflow: ${startRefusal(err)}`);
+      // Asked for with LOG_LEVEL=debug: where it came from, for whoever debugs replyflow.
+      const { stack } = debugStack(logger, err);
+      if (stack) console.error(stack);
+      process.exit(EXIT.notDone);
     }
     const { urls } = running;
     const lines = [
