@@ -173,7 +173,13 @@ export const configSchema = z.object({
    * from the network until a deployment says so (the image sets 0.0.0.0).
    */
   HOST: z.string().min(1).default('127.0.0.1'),
+  /** pino's level; at `debug` (or `trace`) refusals and SDK warnings carry the error's stack too. */
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /**
+   * The least severe of the Temporal SDK's own lines that are logged (through our logger). Its INFO and
+   * DEBUG lines are the worker's internals, hence WARN.
+   */
+  REPLYFLOW_SDK_LOG_LEVEL: z.enum(['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR']).default('WARN'),
   REPLYFLOW_DATA_DIR: z.string().default('.data'),
   /** Unset → the launcher starts an embedded `temporal server start-dev`. */
   TEMPORAL_ADDRESS: optional,
@@ -358,10 +364,13 @@ function combinationProblems(config: Config): string[] {
 
 export type Config = z.infer<typeof configSchema>;
 
-/** Thrown when the environment is invalid; lists every problem, never a secret's value. */
+/**
+ * Thrown when the environment is invalid; lists every problem, never a secret's value, in one line
+ * (what a start refusal prints: src/cli/main.ts).
+ */
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
-    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    super(`invalid configuration: ${problems.join('; ')}`);
     this.name = 'ConfigError';
   }
 }

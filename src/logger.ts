@@ -28,12 +28,35 @@ export const REDACTED_PATHS = [
 export type Logger = pino.Logger;
 
 /**
+ * @param level pino's level; the caller passes the validated LOG_LEVEL (src/config.ts), so that an
+ *   unknown level is a config error listed with the others rather than pino's throw.
  * @param destination where lines go. @default stdout (tests pass a stream to read what was logged)
  */
 export function createLogger(
-  level = process.env.LOG_LEVEL ?? 'info',
+  level: pino.LevelWithSilent = 'info',
   name = 'replyflow',
   destination?: pino.DestinationStream,
 ): Logger {
   return pino({ name, level, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } }, destination);
+}
+
+/** Causes followed into a stack: an SDK failure wraps ours, which may wrap a library's. */
+const MAX_CAUSES = 5;
+
+/**
+ * `{ stack }` for a record about `err`, only where `logger` logs debug: a refusal or a handled failure
+ * is one line that says what to fix, and its stack (often ~40 lines with the causes) is for whoever
+ * debugs replyflow. Each cause's stack follows its error's.
+ */
+export function debugStack(logger: Logger, err: unknown): { stack?: string } {
+  if (!logger.isLevelEnabled('debug') || !isErrorLike(err)) return {};
+  const stacks: string[] = [];
+  for (let e: unknown = err; isErrorLike(e) && stacks.length < MAX_CAUSES; e = e.cause)
+    stacks.push(e.stack ?? `${e.name}: ${e.message}`);
+  return { stack: stacks.join('\ncaused by: ') };
+}
+
+/** An Error by shape: one thrown in the workflow sandbox (another realm) fails `instanceof Error`. */
+export function isErrorLike(value: unknown): value is Error {
+  return typeof value === 'object' && value !== null && typeof (value as Error).message === 'string';
 }

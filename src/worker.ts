@@ -1,7 +1,7 @@
 // The worker role: runs the event workflow and its activities on the task queue. Several workers can
 // share one queue; each needs the same encryption key and database.
 import path from 'node:path';
-import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
+import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { type ActivityDeps, createActivities } from '../activities';
 import { createNotifier } from './alerts';
 import type { Config } from './config';
@@ -15,6 +15,7 @@ import { createResponder } from './responders';
 import { loadRouteFile, planner, type RouteSet, workerRouteChecks } from './routes';
 import { createTargets, type TargetRegistry } from './targets';
 import { connectionSecurity, keyring, payloadCodec } from './temporal/client';
+import { sdkLogger } from './temporal/sdk-logger';
 import { SearchAttributesMissingError, searchAttributeProblems } from './temporal/search-attributes';
 import { createWorkerMetrics, serveWorkerMetrics, type WorkerMetrics } from './worker-metrics';
 
@@ -24,18 +25,22 @@ let runtimeInstalled = false;
 /** Where the SDK's Prometheus exporter answers, when installRuntime started one. */
 let sdkMetricsUrl: string | undefined;
 /**
- * The SDK's own logs go to stderr (WARN by default, REPLYFLOW_SDK_LOG_LEVEL to change); ours go
- * through pino. With `sdkMetricsPort`, the SDK's runtime metrics are exported on that loopback port.
- * Installed once per process.
+ * The SDK's own logs, the core's included, go through `logger` (src/temporal/sdk-logger.ts) from
+ * `level` up (REPLYFLOW_SDK_LOG_LEVEL). With `sdkMetricsPort`, the SDK's runtime metrics are exported
+ * on that loopback port. Installed once per process: the first caller's options hold.
  */
-export function installRuntime(options: { sdkMetricsPort?: number } = {}): void {
+export function installRuntime(options: {
+  logger: Logger;
+  level: Config['REPLYFLOW_SDK_LOG_LEVEL'];
+  sdkMetricsPort?: number;
+}): void {
   if (runtimeInstalled) return;
-  const level = (process.env.REPLYFLOW_SDK_LOG_LEVEL ?? 'WARN') as 'WARN' | 'ERROR';
+  const { level } = options;
   const bindAddress = options.sdkMetricsPort ? `127.0.0.1:${options.sdkMetricsPort}` : undefined;
   Runtime.install({
-    logger: new DefaultLogger(level),
+    logger: sdkLogger(options.logger, level),
     telemetryOptions: {
-      logging: { filter: { core: level, other: 'ERROR' } },
+      logging: { filter: { core: level, other: 'ERROR' }, forward: {} },
       ...(bindAddress && {
         metrics: { prometheus: { bindAddress, countersTotalSuffix: true, useSecondsForDurations: true } },
       }),
@@ -133,8 +138,8 @@ export function loadWorkerRoutes(
 export async function createWorker(
   options: WorkerSetup,
 ): Promise<{ worker: Worker; connection: NativeConnection; metrics: WorkerMetrics }> {
-  installRuntime();
   const { config, logger } = options;
+  installRuntime({ logger, level: config.REPLYFLOW_SDK_LOG_LEVEL });
   // A route file with problems stops the start here, listing every problem, before anything connects.
   const routes = loadWorkerRoutes(config, options.deps?.targets);
   const targets = options.deps?.targets ?? createTargets(config, routes?.endpoints);
@@ -208,7 +213,12 @@ export async function createWorker(
 /** Runs a worker until `stop()`, with its Prometheus endpoint on WORKER_METRICS_PORT (0: none). */
 export async function startWorker(options: WorkerSetup): Promise<WorkerHandle> {
   const metricsPort = options.config.WORKER_METRICS_PORT;
-  if (metricsPort > 0) installRuntime({ sdkMetricsPort: await freePort() });
+  if (metricsPort > 0)
+    installRuntime({
+      logger: options.logger,
+      level: options.config.REPLYFLOW_SDK_LOG_LEVEL,
+      sdkMetricsPort: await freePort(),
+    });
   const metrics = options.deps?.metrics ?? createWorkerMetrics(options.pool);
   // The metrics port is taken before the worker exists: a port in use then fails the start with its
   // own message, instead of leaving a created worker that holds the connection open.

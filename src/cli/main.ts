@@ -7,7 +7,7 @@ import { runClusterCommand } from '../cluster/command';
 import { ConfigError, loadConfig } from '../config';
 import { errorMessage } from '../failures';
 import { launch } from '../launcher';
-import { createLogger } from '../logger';
+import { createLogger, debugStack } from '../logger';
 import { RouteFileError } from '../routes';
 import { registerAccountCommands } from './account-commands';
 import { type CliContext, EXIT } from './command';
@@ -17,17 +17,30 @@ import { registerRoutesCommands } from './routes-commands';
 import { registerSetupCommand } from './setup-command';
 import { registerWorkCommands } from './work-commands';
 
-/** The long-running commands' config: every problem listed and exit 2, before anything starts. */
+/** The long-running commands' config: every problem listed in one line and exit 2, before anything starts. */
 function loadConfigOrExit(): ReturnType<typeof loadConfig> {
   try {
     return loadConfig();
   } catch (err) {
     if (err instanceof ConfigError) {
-      console.error(err.message);
-      process.exit(2);
+      console.error(`replyflow: ${err.message}`);
+      process.exit(EXIT.badInput);
     }
     throw err;
   }
+}
+
+/**
+ * Why a start stopped, in one line: what a person at the terminal acts on. With its causes (a start
+ * Temporal refused says why only in the cause). A route file's problems each keep their first line,
+ * which says where: the rest is the YAML parser's excerpt of the file.
+ */
+function startRefusal(err: unknown): string {
+  if (err instanceof RouteFileError) {
+    const problems = err.problems.map((p) => p.split('\n')[0]!.replace(/:$/, ''));
+    return `invalid route file ${err.file} (ROUTES_FILE): ${problems.join('; ')} (replyflow routes check ${err.file} lists them without starting anything)`;
+  }
+  return errorMessage(err).replace(/\s*\n\s*/g, ' ');
 }
 
 /** What `start` says while nobody can decide yet: operators are accounts an admin creates (docs/cli.md). */
@@ -53,16 +66,12 @@ function runRole(role: 'all' | 'receiver' | 'worker') {
     try {
       running = await launch(config, logger, role);
     } catch (err) {
-      // A bad route file is bad configuration, refused before anything started: every problem, exit 2.
-      if (err instanceof RouteFileError) {
-        console.error(
-          `${err.message}\n(replyflow routes check ${err.file} lists the same without starting anything)`,
-        );
-        process.exit(2);
-      }
-      // With its causes: a start Temporal refused says why only in the cause.
-      console.error(`replyflow: ${errorMessage(err)}`);
-      process.exit(1);
+      console.error(`replyflow: ${startRefusal(err)}`);
+      // Asked for with LOG_LEVEL=debug: where it came from, for whoever debugs replyflow.
+      const { stack } = debugStack(logger, err);
+      if (stack) console.error(stack);
+      // A bad route file is bad configuration, refused before anything started.
+      process.exit(err instanceof RouteFileError ? EXIT.badInput : EXIT.notDone);
     }
     const { urls } = running;
     const lines = [

@@ -26,3 +26,16 @@ export function createProviders(config: Config, deps: ProviderDeps): WebhookProv
   if (sandbox) providers.push(sandboxProvider(sandbox.webhookSecret));
   return providers;
 }
+
+/**
+ * The settings behind each provider, for the receiver's refusal lines: `enabledBy` unset, the provider
+ * answers 404; `secret` not the sender's, its deliveries fail verification (401).
+ */
+export const PROVIDER_SETTINGS: ReadonlyMap<string, { enabledBy: string; secret: string }> = new Map([
+  ['slack', { enabledBy: 'SLACK_SIGNING_SECRET', secret: 'SLACK_SIGNING_SECRET' }],
+  ['line', { enabledBy: 'LINE_CHANNEL_SECRET', secret: 'LINE_CHANNEL_SECRET' }],
+  ['github', { enabledBy: 'GITHUB_WEBHOOK_SECRET', secret: 'GITHUB_WEBHOOK_SECRET' }],
+  ['stripe', { enabledBy: 'STRIPE_WEBHOOK_SECRET', secret: 'STRIPE_WEBHOOK_SECRET' }],
+  ['std', { enabledBy: 'STANDARD_WEBHOOKS_SECRETS', secret: 'STANDARD_WEBHOOKS_SECRETS' }],
+  ['sandbox', { enabledBy: 'SANDBOX_ENABLED', secret: 'SANDBOX_WEBHOOK_SECRET' }],
+]);

@@ -2,8 +2,9 @@
 // 2xx only after Temporal accepted every event of the request.
 import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import type { Logger } from '../logger';
+import { debugStack, type Logger } from '../logger';
 import { type ReceiverMetrics, UNKNOWN_PROVIDER, WEBHOOK_OUTCOMES, type WebhookOutcome } from '../metrics';
+import { PROVIDER_SETTINGS } from '../providers';
 import {
   type InboundEvent,
   type RequestContext,
@@ -49,6 +50,18 @@ const LOG_LEVELS: Record<WebhookOutcome, 'info' | 'warn' | 'error'> = {
   invalid: 'warn',
   unavailable: 'error',
 };
+
+/**
+ * What a refusal's one log line says beside its status: why, and what fixes it when the fix is ours
+ * (a setting); the error's stack only at debug (src/logger.ts). Never the body or a header's value.
+ */
+interface Refusal {
+  reason?: string;
+  fix?: string;
+  /** The media type a 415 was sent with. */
+  contentType?: string;
+  stack?: string;
+}
 
 /** The request's logger, carrying its correlation id, for every line logged while serving it. */
 interface RequestLocals {
@@ -106,7 +119,7 @@ export function createReceiverApp(deps: ReceiverDeps): express.Express {
       deps.metrics.ackSeconds.observe({ provider: label, outcome }, seconds);
       log[LOG_LEVELS[outcome]](
         { status, outcome, ms: Math.round(seconds * 1000), ...detail },
-        'webhook answered',
+        outcome === 'rejected_signature' || outcome === 'invalid' ? 'webhook refused' : 'webhook answered',
       );
       res.setHeader('x-request-id', correlationId);
       res.status(status).json(body);
@@ -115,28 +128,36 @@ export function createReceiverApp(deps: ReceiverDeps): express.Express {
     // connection can carry the next request; that is fine for one within the limit. A larger or
     // unbounded one is not read at all: the connection closes after the answer (closing with a
     // small body still unread could reset the connection before the sender reads our answer).
-    const refuseUnread = (status: number, body: unknown) => {
+    const refuseUnread = (status: number, body: { error: string }, refusal: Refusal = {}) => {
       const declared = Number(req.headers['content-length'] ?? 0);
       if (declared > deps.bodyLimit || req.headers['transfer-encoding'] !== undefined)
         res.setHeader('connection', 'close');
-      answer('invalid', status, body);
+      answer('invalid', status, body, { reason: body.error, ...refusal });
     };
+    const overLimit = { error: `body over ${deps.bodyLimit} bytes` };
+    const raiseLimit = { fix: 'raise WEBHOOK_BODY_LIMIT if the sender sends bodies this large' };
 
-    if (!provider) return refuseUnread(404, { error: 'unknown or disabled provider' });
+    if (!provider) return refuseUnread(404, { error: 'unknown or disabled provider' }, enabling(req));
     if (!req.is(provider.contentTypes as string[])) {
-      return refuseUnread(415, { error: `content type must be ${provider.contentTypes.join(' or ')}` });
+      return refuseUnread(
+        415,
+        { error: `content type must be ${provider.contentTypes.join(' or ')}` },
+        { contentType: mediaType(req) },
+      );
     }
     if (Number(req.headers['content-length'] ?? 0) > deps.bodyLimit)
-      return refuseUnread(413, { error: `body over ${deps.bodyLimit} bytes` });
+      return refuseUnread(413, overLimit, raiseLimit);
 
     let rawBody: Buffer;
     try {
       rawBody = await readRawBody(req, res);
     } catch (err) {
       const status = (err as { status?: number }).status;
-      if (status === 413) return answer('invalid', 413, { error: `body over ${deps.bodyLimit} bytes` });
-      if (status === 415) return answer('invalid', 415, { error: 'unsupported content encoding or charset' });
-      return answer('invalid', 400, { error: 'could not read the body' });
+      const stack = debugStack(log, err);
+      if (status === 413)
+        return answer('invalid', 413, overLimit, { reason: overLimit.error, ...raiseLimit, ...stack });
+      const refusal = status === 415 ? 'unsupported content encoding or charset' : 'could not read the body';
+      return answer('invalid', status === 415 ? 415 : 400, { error: refusal }, { reason: refusal, ...stack });
     }
     const ctx: RequestContext = {
       rawBody,
@@ -153,7 +174,7 @@ export function createReceiverApp(deps: ReceiverDeps): express.Express {
         'rejected_signature',
         401,
         { error: 'invalid signature', reason: err.message },
-        { reason: err.message },
+        { reason: err.message, ...secretFix(provider.name, err.message), ...debugStack(log, err) },
       );
     }
     let result: Awaited<ReturnType<WebhookProvider['parse']>>;
@@ -165,7 +186,11 @@ export function createReceiverApp(deps: ReceiverDeps): express.Express {
         'invalid',
         400,
         { error: err.message, issues: err.issues },
-        { issues: err.issues.map((i) => i.path.join('.')) },
+        {
+          reason: err.message,
+          issues: err.issues.map((i) => i.path.join('.') || '(body)'),
+          ...debugStack(log, err),
+        },
       );
     }
     if (result.kind === 'answer') return answer('answered', result.status, result.body);
@@ -175,7 +200,8 @@ export function createReceiverApp(deps: ReceiverDeps): express.Express {
     }
     // Checked before any start, so that no event of a request is made durable when one cannot be.
     const unstorable = result.events.map(storageProblem).find((problem) => problem !== undefined);
-    if (unstorable) return answer('invalid', unstorable.status, { error: unstorable.error });
+    if (unstorable)
+      return answer('invalid', unstorable.status, { error: unstorable.error }, { reason: unstorable.error });
 
     let outcomes: StartOutcome[];
     try {
@@ -244,6 +270,28 @@ async function startAll(starter: EventStarter, events: InboundEvent[]): Promise<
   const failed = settled.find((s) => s.status === 'rejected');
   if (failed) throw (failed as PromiseRejectedResult).reason;
   return settled.map((s) => (s as PromiseFulfilledResult<StartOutcome>).value);
+}
+
+/** For a 404 to a provider we have but that is not configured: the setting that turns it on. */
+function enabling(req: Request): Refusal {
+  const name = req.path.startsWith('/webhooks/std/') ? 'std' : String(req.params.provider ?? '');
+  const settings = PROVIDER_SETTINGS.get(name);
+  return settings ? { fix: `set ${settings.enabledBy} to enable /webhooks/${name}` } : {};
+}
+
+/**
+ * For a 401: our secret may be the one that is wrong. Said only when the reason does not say it
+ * already; a forged request or one a sender left unsigned looks the same to us.
+ */
+function secretFix(providerName: string, reason: string): Refusal {
+  const setting = PROVIDER_SETTINGS.get(providerName)?.secret;
+  return setting && !reason.includes(setting) ? { fix: `if the sender is genuine, check ${setting}` } : {};
+}
+
+/** The media type a refused request declared, when it is one (a header's value is the sender's to fill). */
+function mediaType(req: Request): string | undefined {
+  const type = req.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
+  return type && /^[\w.+-]{1,64}\/[\w.+-]{1,64}$/.test(type) ? type : undefined;
 }
 
 function stackFrames(err: unknown): string | undefined {

@@ -1,9 +1,10 @@
 // Mocha root hooks of `npm run test:cluster`: at the end, the servers test/helpers started (its
 // database pool), then the cluster command and its PostgreSQL.
-import { stopServers } from '../helpers/servers';
+import { installTestRuntime, stopServers } from '../helpers/servers';
 import { stopClusterFixtures } from './fixture';
 
 process.env.REPLYFLOW_SDK_LOG_LEVEL ??= 'ERROR';
+installTestRuntime();
 
 export const mochaHooks = {
   async afterAll(this: Mocha.Context) {

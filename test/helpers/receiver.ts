@@ -3,6 +3,7 @@
 import http from 'node:http';
 import { Writable } from 'node:stream';
 import type { Client } from '@temporalio/client';
+import type { LevelWithSilent } from 'pino';
 import type { Config } from '../../src/config';
 import { createPool, type Pool } from '../../src/db/pool';
 import { createLogger, type Logger } from '../../src/logger';
@@ -150,8 +151,8 @@ export async function metricsOf(receiver: ReceiverHandle): Promise<string> {
   return (await fetch(`${receiver.url}/metrics`)).text();
 }
 
-/** A logger at the most verbose level whose lines the test can read back. */
-export function capturedLogger(): {
+/** A logger whose lines the test can read back; at the most verbose level unless `level` says. */
+export function capturedLogger(level: LevelWithSilent = 'trace'): {
   logger: Logger;
   lines: () => Record<string, unknown>[];
   raw: () => string;
@@ -164,7 +165,7 @@ export function capturedLogger(): {
     },
   });
   return {
-    logger: createLogger('trace', 'replyflow', sink),
+    logger: createLogger(level, 'replyflow', sink),
     raw: () => text,
     lines: () =>
       text

@@ -7,9 +7,11 @@ import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
+import { configSchema } from '../../src/config';
 import { createPool, type Pool } from '../../src/db/pool';
 import { setUpDatabase } from '../../src/db/setup';
 import { startEmbeddedPostgres } from '../../src/embedded/postgres';
+import { createLogger } from '../../src/logger';
 import { findTemporalTestServer } from '../../src/temporal/binaries';
 import { dataConverter } from '../../src/temporal/client';
 import { type DevServer, startDevServer } from '../../src/temporal/dev-server';
@@ -31,6 +33,18 @@ function once<T>(start: () => Promise<T>): () => Promise<T> {
   };
 }
 
+/**
+ * The SDK's runtime of a test process, installed by the root hooks before any test can install its
+ * own: the SDK's lines go to stderr (the reporter keeps stdout) from REPLYFLOW_SDK_LOG_LEVEL up
+ * (ERROR unless set), with their stacks, since whoever reads them is debugging.
+ */
+export function installTestRuntime(): void {
+  installRuntime({
+    logger: createLogger('trace', 'temporal-sdk', process.stderr),
+    level: configSchema.shape.REPLYFLOW_SDK_LOG_LEVEL.parse(process.env.REPLYFLOW_SDK_LOG_LEVEL || 'ERROR'),
+  });
+}
+
 export const devServer = once(async (): Promise<DevServer> => {
   const server = await startDevServer({ port: 0 });
   teardowns.push(() => server.stop());
@@ -38,7 +52,6 @@ export const devServer = once(async (): Promise<DevServer> => {
 });
 
 export const timeSkipping = once(async (): Promise<TestWorkflowEnvironment> => {
-  installRuntime();
   const env = await TestWorkflowEnvironment.createTimeSkipping({
     server: { executable: { type: 'existing-path', path: findTemporalTestServer() } },
     client: { dataConverter: dataConverter(TEST_ENCRYPTION_KEY) },
