@@ -78,7 +78,7 @@ describe('start refusals (real executable)', function () {
     assert.equal(exit.code, 2);
     assert.equal(
       oneLine(exit),
-      `replyflow: invalid route file ${missing} (ROUTES_FILE): cannot read the file (ENOENT) (replyflow routes check ${missing} lists them without starting anything)`,
+      `replyflow: invalid route file ${missing} (ROUTES_FILE): (file): cannot read the file (ENOENT) (replyflow routes check ${missing} lists them without starting anything)`,
     );
   });
 
@@ -88,7 +88,10 @@ describe('start refusals (real executable)', function () {
     const exit = await replyflow('worker', { ...(await splitRoleEnv()), ROUTES_FILE: file });
     assert.equal(exit.code, 2);
     const line = oneLine(exit);
-    assert.match(line, /^replyflow: invalid route file .* \(ROUTES_FILE\): not valid YAML: .*line \d+/);
+    assert.match(
+      line,
+      /^replyflow: invalid route file .* \(ROUTES_FILE\): \(file\): not valid YAML: .*line \d+/,
+    );
     assert.ok(!line.includes('[unclosed'), 'the file itself is not quoted');
   });
 
