@@ -22,8 +22,49 @@ export interface StepPlan {
   target: string;
   /** Target-specific destination (channel and thread, conversation, URL template values). */
   destination: Record<string, string>;
-  /** `reply`: the responder writes the text once. `payload`: a body mapped from the event. */
-  content: { kind: 'reply' } | { kind: 'payload'; body: unknown };
+  /**
+   * `reply`: the responder writes the answer once. `payload`: a body mapped from the event. `message`:
+   * a later message of an answer the responder already wrote (each message is an effect of its own).
+   */
+  content: { kind: 'reply' } | { kind: 'payload'; body: unknown } | { kind: 'message'; body: MessageBody };
+}
+
+/**
+ * What one send carries: a chat message's text (and the provider's own fields of it), or an HTTP
+ * target's JSON body. The same bytes on every attempt.
+ */
+export interface MessageBody {
+  text?: string;
+  json?: unknown;
+  /** Slack's fields of a message (src/bot.ts): `where: 'channel'` posts outside the thread. */
+  slack?: {
+    blocks?: unknown[];
+    where?: 'thread' | 'channel';
+    response_type?: 'ephemeral' | 'in_channel';
+    replace_original?: boolean;
+  };
+  /** LINE message objects, sent in one request: a reply token answers once, with up to five. */
+  line?: Record<string, unknown>[];
+}
+
+/**
+ * A responder's answer, prepared for sending: `text` alone (one plain message, as every answer was
+ * before richer ones), or `messages`, sent in order, each its own effect. `text` null and no
+ * messages: the responder chose not to reply.
+ */
+export interface PreparedReply {
+  text: string | null;
+  messages?: MessageBody[];
+}
+
+/**
+ * The step one message is sent with: a Slack message the bot asked to post in the channel leaves
+ * the thread out (so that its lookup reads the channel, too).
+ */
+export function stepForBody(step: StepPlan, body: MessageBody): StepPlan {
+  if (body.slack?.where !== 'channel' || !step.destination.threadTs) return step;
+  const { threadTs: _thread, ...destination } = step.destination;
+  return { ...step, destination };
 }
 
 /** One business operation that must happen exactly once, keyed by its business key. */
@@ -136,7 +177,7 @@ export interface SendInput {
   effectId: string;
   step: StepPlan;
   /** The prepared reply or mapped body: the same bytes on every attempt. */
-  body: { text?: string; json?: unknown };
+  body: MessageBody;
   /**
    * Send no earlier than this (ISO time): the source message's occurrence plus the gather window, so
    * that earlier messages delivered a little later are claimed first and go first.

@@ -1,6 +1,6 @@
 // The outbound adapter interface: one module per target declares what the target promises and
 // classifies its errors; the orchestrator does the rest. Library-level retries are always off.
-import type { ErrorClass, StepPlan, TargetCapabilities } from '../model';
+import type { ErrorClass, MessageBody, StepPlan, TargetCapabilities } from '../model';
 
 export type { ErrorClass, TargetCapabilities };
 
@@ -8,7 +8,7 @@ export interface SendRequest {
   /** Our effect id: sent as the idempotency key (where supported) and as lookup metadata. */
   effectId: string;
   step: StepPlan;
-  body: { text?: string; json?: unknown };
+  body: MessageBody;
   /** Aborts the request when the attempt's lease runs out. */
   signal: AbortSignal;
   /** This attempt's number on the effect row: 1 for the first; resends after held or failed keep counting. */
@@ -71,9 +71,14 @@ export function parseRetryAfter(value: string | null | undefined, now = Date.now
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
-/** The text of a chat message: the responder's reply, or a route's `text` (a payload `{ text }`). */
+/**
+ * The text of a chat message: the responder's reply, or a route's `text` (a payload `{ text }`); for
+ * LINE message objects, the first one's text.
+ */
 export function messageText(body: SendRequest['body']): string | undefined {
   if (typeof body.text === 'string') return body.text;
+  const line = body.line?.find((m) => typeof m.text === 'string');
+  if (line) return line.text as string;
   const json = body.json as { text?: unknown } | undefined;
   return typeof json?.text === 'string' ? json.text : undefined;
 }

@@ -1,0 +1,53 @@
+// The event a bot's logic is given (src/bot.ts), built from the normalised event: the same object for
+// a module (RESPONDER_MODULE) and, as JSON, for a service (RESPONDER_URL). The fields of the request
+// RESPONDER_URL received before (provider, eventId, conversationId, messageId, text) keep their names.
+import type { BotEvent } from '../bot';
+import type { InboundEvent } from '../providers/types';
+
+type Loose = Record<string, unknown> | undefined;
+
+const str = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
+
+export function toBotEvent(event: InboundEvent): BotEvent {
+  const bot: BotEvent = {
+    version: 1,
+    provider: event.provider,
+    eventId: event.eventId,
+    eventType: event.eventType,
+    occurredAt: event.occurredAt,
+    conversationId: event.conversation?.id,
+    messageId: event.message?.id,
+    text: event.message?.text ?? '',
+    user: event.message?.user,
+    raw: event.payload,
+  };
+  const destination = event.replyTo?.destination ?? {};
+  const payload = event.payload as Loose;
+  switch (event.provider) {
+    case 'slack': {
+      const inner = payload?.event as Loose;
+      // An Events API envelope: the bot gets Slack's `event`; interactivity and commands are their own payload.
+      if (inner && payload?.type === 'event_callback') bot.raw = inner;
+      bot.slack = {
+        team: str(payload?.team_id) ?? str((payload?.team as Loose)?.id),
+        channel: destination.channel ?? str(inner?.channel),
+        threadTs: destination.threadTs || undefined,
+      };
+      break;
+    }
+    case 'line': {
+      const lineEvent = (payload?.events as Loose[] | undefined)?.[0];
+      bot.raw = lineEvent ?? payload;
+      const source = lineEvent?.source as NonNullable<BotEvent['line']>['source'] | undefined;
+      if (source) bot.line = { source };
+      break;
+    }
+    case 'github': {
+      const repository = str((payload?.repository as Loose)?.full_name);
+      const issue = (payload?.issue as Loose)?.number;
+      if (repository) bot.github = { repository, ...(typeof issue === 'number' ? { issue } : {}) };
+      break;
+    }
+  }
+  return bot;
+}
