@@ -1,5 +1,6 @@
 // Events as each provider normalises them, for the target suites: the replyTo shapes the inbound
-// providers produce (Slack thread, LINE reply token and user, GitHub issue) and Stripe refunds.
+// providers produce (Slack thread, LINE reply token and user, GitHub issue) and Stripe refunds; and a
+// LINE answer with a quick reply and a flex message.
 import type { InboundEvent } from '../../src/providers/types';
 import { uniqueId } from '../helpers/system';
 
@@ -64,6 +65,35 @@ export function lineEvent(
     destination: { to, ...token },
   });
 }
+
+/** A LINE answer: a text with a quick reply, and a flex bubble (what a bot with buttons sends). */
+export const QUICK_REPLY_AND_FLEX: Record<string, unknown>[] = [
+  {
+    type: 'text',
+    text: 'Which day suits you?',
+    quickReply: {
+      items: [
+        { type: 'action', action: { type: 'message', label: 'Today', text: 'today' } },
+        {
+          type: 'action',
+          action: { type: 'postback', label: 'Tomorrow', data: 'day=tomorrow', displayText: 'Tomorrow' },
+        },
+        {
+          type: 'action',
+          action: { type: 'datetimepicker', label: 'Pick', data: 'day=pick', mode: 'date' },
+        },
+      ],
+    },
+  },
+  {
+    type: 'flex',
+    altText: 'Opening hours',
+    contents: {
+      type: 'bubble',
+      body: { type: 'box', layout: 'vertical', contents: [{ type: 'text', text: '9:00-18:00' }] },
+    },
+  },
+];
 
 export function githubIssueOpened(owner: string, repo: string, issueNumber: string): InboundEvent {
   const event = chatEvent('github', `${owner}/${repo}#${issueNumber}`, `issue-${issueNumber}`, {
