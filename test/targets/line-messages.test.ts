@@ -3,11 +3,15 @@
 // object is a permanent error that names it and never quotes the bot's text.
 import assert from 'node:assert/strict';
 import type { MessageBody, StepPlan } from '../../src/model';
+import { lineProvider } from '../../src/providers/line';
+import { prepareAnswer } from '../../src/responders/answer';
+import { defaultPlans } from '../../src/routes';
 import { lineTarget } from '../../src/targets/line';
 import { TargetError } from '../../src/targets/types';
 import { FakeLine } from '../helpers/fakes/line';
 import { uniqueId } from '../helpers/system';
-import { QUICK_REPLY_AND_FLEX } from './harness';
+import { eventsOf, requestContext } from '../unit/providers/context';
+import { linePostbackRequest, QUICK_REPLY_AND_FLEX } from './harness';
 
 describe('LINE target: message objects, one request per answer', function () {
   this.timeout(30_000);
@@ -126,5 +130,50 @@ describe('LINE target: message objects, one request per answer', function () {
       err.details.fix,
       'fix the answer (docs/targets.md, LINE): messages[0].text (a text message)',
     );
+  });
+});
+
+describe("a LINE postback's rich answer, from the signed webhook to the fake LINE API", function () {
+  this.timeout(30_000);
+  const SECRET = 'line-channel-secret';
+  let line: FakeLine;
+
+  before(async () => {
+    line = await new FakeLine().start();
+  });
+  after(async () => {
+    await line?.stop();
+  });
+
+  it('sends a quick reply and a flex message as one reply request through the reply token', async () => {
+    const to = uniqueId('U');
+    const token = line.replyToken(to);
+    const request = linePostbackRequest(SECRET, to, token.replyToken, {
+      data: 'day=pick',
+      params: { date: '2017-12-25' },
+    });
+    const provider = lineProvider(SECRET);
+    const ctx = requestContext(request.body, request.headers);
+    await provider.verify(ctx);
+    const [event] = eventsOf(provider.parse(ctx));
+    const [plan, ...more] = defaultPlans(event!);
+    assert.equal(more.length, 0, 'one reply per postback');
+    const step = plan!.steps[0]!;
+
+    const prepared = prepareAnswer({ messages: QUICK_REPLY_AND_FLEX }, step.target);
+    assert.equal(prepared.messages?.length, 1, 'one body: a reply token answers once');
+    const target = lineTarget({ channelAccessToken: line.channelAccessToken, apiUrl: line.url });
+    await target.send({
+      effectId: uniqueId('eff-'),
+      step,
+      body: prepared.messages![0]!,
+      signal: new AbortController().signal,
+      attempt: 1,
+    });
+
+    const replies = line.replies().filter((r) => r.body.replyToken === token.replyToken);
+    assert.equal(replies.length, 1);
+    assert.deepEqual(replies[0]!.body.messages, QUICK_REPLY_AND_FLEX);
+    assert.equal(line.pushes().filter((p) => p.body.to === to).length, 0);
   });
 });
