@@ -55,7 +55,8 @@ const elementAction = z.looseObject({
   action_ts: slackTs.optional(),
   value: z.string().optional(),
   text: z.looseObject({ text: z.string() }).optional(),
-  selected_option: z.looseObject({ value: z.string() }).nullish(),
+  // An Option's value is optional (@slack/types Option): a radio button may carry only its text.
+  selected_option: z.looseObject({ value: z.string().optional() }).nullish(),
 });
 
 const blockActions = z.looseObject({
