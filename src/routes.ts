@@ -13,6 +13,7 @@ import { errorMessage } from './failures';
 import type { EffectPlan, StepPlan } from './model';
 import { EVENT_TYPES, STANDARD_WEBHOOKS_PREFIX, sendsEventType } from './providers/event-types';
 import { slackAddressing } from './providers/slack';
+import { SLACK_RESPONSE_TARGET } from './providers/slack-interactions';
 import type { InboundEvent } from './providers/types';
 import { closest, didYouMean } from './suggest';
 import { TARGET_SETTINGS } from './targets';
@@ -42,7 +43,8 @@ export type AnswerLookup = (target: string, businessKey: string) => Promise<bool
 /**
  * Whether the default route answers this event (DESIGN.md §2, "Default routes"). Slack: a mention, a
  * direct message, a reply in a thread the bot is in, and any person's message where the settings ask
- * for every one; a plain channel message is people talking among themselves. Every other provider's
+ * for every one; a plain channel message is people talking among themselves. A slash command or an
+ * interaction with a response_url is always answered. Every other provider's
  * chat message is addressed to the bot by being sent at all.
  *
  * "A thread the bot is in" is the bot's own thread (`parent_user_id`), or one whose parent replyflow
@@ -59,6 +61,9 @@ export async function answersByDefault(
   answered: AnswerLookup,
 ): Promise<boolean> {
   if (event.provider !== 'slack' || !event.replyTo) return true;
+  // A command, a button, a message shortcut or a modal that asked for an answer: addressed to the bot
+  // by being used at all. The provider gives a reply destination only to those with a response_url.
+  if (event.replyTo.target === SLACK_RESPONSE_TARGET) return true;
   const addressing = slackAddressing(event.payload);
   if (!addressing) return false;
   const everyMessage = slack.replyTo === 'all' || slack.allIn.includes(addressing.channel);

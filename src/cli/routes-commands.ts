@@ -109,11 +109,14 @@ function refusal(err: WebhookPayloadError): string {
   return `the receiver would refuse this sample (400): ${issues.join('; ') || err.message}`;
 }
 
-/** Destination values that are credentials (a LINE reply token) are not printed. */
+/** Destination values that are credentials (a LINE reply token, a Slack response_url) are not printed. */
 function shownDestination(destination: Record<string, string>): string {
   return JSON.stringify(
     Object.fromEntries(
-      Object.entries(destination).map(([key, value]) => [key, /token/i.test(key) ? '(hidden)' : value]),
+      Object.entries(destination).map(([key, value]) => [
+        key,
+        /token|responseurl/i.test(key) ? '(hidden)' : value,
+      ]),
     ),
   );
 }

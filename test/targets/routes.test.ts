@@ -188,18 +188,19 @@ routes:
     });
   });
 
-  it('registers Slack, LINE and GitHub only when their credentials are set', () => {
+  it('registers Slack, Slack response URLs, LINE and GitHub only when their credentials are set', () => {
     const none = createTargets(testConfig({ SANDBOX_ENABLED: 'false' }));
     assert.equal(none.size, 0);
     const all = createTargets(
       testConfig({
         SANDBOX_ENABLED: 'false',
         SLACK_BOT_TOKEN: 'x',
+        SLACK_SIGNING_SECRET: 's',
         LINE_CHANNEL_ACCESS_TOKEN: 'y',
         GITHUB_TOKEN: 'z',
       }),
     );
-    assert.deepEqual([...all.keys()].sort(), ['github', 'line', 'slack']);
+    assert.deepEqual([...all.keys()].sort(), ['github', 'line', 'slack', 'slack-response']);
   });
 
   it('stops the worker at start, before connecting, when routes name targets it has not configured', async () => {
