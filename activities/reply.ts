@@ -15,7 +15,7 @@ function permanent(err: Error, type: (typeof Failure)[keyof typeof Failure]): Ap
 }
 
 /** A mapping failure, with what the workflow shows of it as the failure's details. */
-function mappingFailure(err: RouteMappingError): ApplicationFailure {
+function mappingFailure(err: RouteMappingError, policy: PlanFailureDetails['policy']): ApplicationFailure {
   const { route, integration, field } = err.failure;
   const details: PlanFailureDetails = {
     route,
@@ -23,6 +23,7 @@ function mappingFailure(err: RouteMappingError): ApplicationFailure {
     field,
     error: err.message,
     fix: mappingFailureFix(err.failure),
+    policy,
   };
   return ApplicationFailure.create({
     message: err.message,
@@ -51,7 +52,7 @@ export function replyActivities({
       } catch (err) {
         // The same event will always lack the field under these routes: the workflow parks it as
         // failed, naming the route and the field, until the route file is fixed and it is reprocessed.
-        if (err instanceof RouteMappingError) throw mappingFailure(err);
+        if (err instanceof RouteMappingError) throw mappingFailure(err, policy);
         throw err;
       }
       for (const effect of effects) {

@@ -113,6 +113,8 @@ export interface PlanFailureDetails {
   field: string;
   error: string;
   fix: string;
+  /** This deployment's policy: how long the failed event waits for a decision. */
+  policy: DeliveryPolicy;
 }
 
 /** `effects.status`: where one effect stands. src/db/effects.ts owns every change of it. */
