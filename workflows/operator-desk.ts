@@ -348,7 +348,7 @@ export class OperatorDesk {
     }
     if (action === 'reprocess') {
       this.run.setState('processing');
-      await this.record(entry, 'accepted', "planning again with the workers' routes", before, 'processing');
+      await this.record(entry, 'accepted', undefined, before, 'processing');
       return { kind: 'send-again' };
     }
     const detail = 'nothing was planned, so nothing was sent: reprocess once the route is fixed, or discard';

@@ -203,7 +203,10 @@ describe('a route that cannot map an event at run time: failed, named, alerted, 
       body: JSON.stringify({ reason: 'once more' }),
     });
     assert.equal(again.status, 400);
-    assert.match(String(again.body.error), /closed \(completed, state succeeded\): nothing awaits a decision/);
+    assert.match(
+      String(again.body.error),
+      /closed \(completed, state succeeded\): nothing awaits a decision/,
+    );
     assert.equal(orders.posts('orders').filter((r) => r.body.order === order).length, 1);
     assert.equal((await handle.query(statusQuery)).state, 'succeeded');
   });
