@@ -171,6 +171,16 @@ describe('a route that cannot map an event at run time: failed, named, alerted, 
     assert.equal(delivered.rows[0].n, 1);
     assert.equal(orders.posts('orders').length, 0, 'nothing is sent while the route cannot map');
 
+    // A selection reprocess (`replyflow reprocess --integration … --dry-run`) would take it.
+    const planned = await api('/reprocess/plan', {
+      method: 'POST',
+      body: JSON.stringify({ query: `WorkflowId = "${workflowId}"`, reason: 'route fixed' }),
+    });
+    assert.deepEqual(
+      (planned.body.plan as { workflowId: string; verdict: string }[]).map((i) => [i.workflowId, i.verdict]),
+      [[workflowId, 'reprocess']],
+    );
+
     // The fix: the route reads the field the event has; the workers restart with it.
     await worker!.stop();
     writeFileSync(routeFile, routes(orders.url, 'data.object.metadata.order'));
