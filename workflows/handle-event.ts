@@ -179,8 +179,6 @@ export async function handleEvent(event: InboundEvent, resumed?: Resumed): Promi
     return run.result(final, reason);
   };
 
-  // The ledger (the event id is known beyond Temporal's retention), the routes (which effects the
-  // event asks for) and the business state (a late or disallowed event is refused and recorded).
   /**
    * A plan a route cannot map waits as failed, alerted, its failure in the ledger (no effect row
    * exists: nothing was planned), for a reprocess or a discard. @throws ParkExpired when nobody decided.
@@ -233,6 +231,8 @@ export async function handleEvent(event: InboundEvent, resumed?: Resumed): Promi
     throw ApplicationFailure.nonRetryable(err.message, Failure.EffectFailed);
   };
 
+  // The ledger (the event id is known beyond Temporal's retention), the routes (which effects the
+  // event asks for) and the business state (a late or disallowed event is refused and recorded).
   let plan: Plan;
   let first: FirstStep | undefined;
   let attempt: EffectAttempt | undefined;
