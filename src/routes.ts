@@ -231,9 +231,45 @@ export class RouteFileError extends Error {
   }
 }
 
-/** Thrown when a matching route needs an event field the event lacks (the event fails, visibly). */
+/** What a matching route could not map: the route, the field and where the route uses it, never a value. */
+export interface MappingFailure {
+  route: string;
+  /** The route's integration (its `integration`, or its name). */
+  integration: string;
+  /** The field path, as the route file writes it between braces. */
+  field: string;
+  /** Where the route uses it: `businessKey`, `operationId`, `step <name> body.<key>`, … */
+  where: string;
+  /** `missing`: the event lacks it; `not-scalar`: an object where a string or number is needed. */
+  problem: 'missing' | 'not-scalar';
+}
+
+/**
+ * How a mapping failure is worded wherever it shows: `routes try`, and at run time the failed event's
+ * status, search attributes and alert.
+ */
+export function mappingFailureText(failure: MappingFailure): string {
+  const what =
+    failure.problem === 'missing' ? 'is missing from the event' : 'must be a string or number, not an object';
+  return `route ${failure.route}: field ${failure.field} ${what} (${failure.where})`;
+}
+
+/** What an operator does about a mapping failure at run time. */
+export function mappingFailureFix(failure: MappingFailure): string {
+  const what = failure.problem === 'missing' ? 'is missing from the event' : 'is not a string or number';
+  return `route ${failure.route}: field ${failure.field} ${what}; fix ROUTES_FILE, restart the workers, then reprocess`;
+}
+
+/**
+ * Thrown when a matching route needs an event field the event lacks: the event's workflow parks as
+ * failed at step `planEffects`, naming the route and the field, until the route is fixed and the
+ * event reprocessed (or discarded).
+ */
 export class RouteMappingError extends Error {
   override name = 'RouteMappingError';
+  constructor(readonly failure: MappingFailure) {
+    super(mappingFailureText(failure));
+  }
 }
 
 /**
@@ -742,20 +778,24 @@ function fieldOf(scope: Scope, field: string): unknown {
 /** The field's value, which must exist; the message names the route and field, never a value. */
 function requireField(scope: Scope, field: string, where: string): unknown {
   const value = fieldOf(scope, field);
-  if (value === undefined || value === null)
-    throw new RouteMappingError(
-      `route ${scope.route.name}: ${where} needs {${field}}, which the event lacks`,
-    );
+  if (value === undefined || value === null) throw mappingError(scope, field, where, 'missing');
   return value;
+}
+
+function mappingError(
+  scope: Scope,
+  field: string,
+  where: string,
+  problem: MappingFailure['problem'],
+): RouteMappingError {
+  const { name, integration } = scope.route;
+  return new RouteMappingError({ route: name, integration, field, where, problem });
 }
 
 function render(template: string, scope: Scope, where: string): string {
   return template.replace(PLACEHOLDER, (_, field: string) => {
     const value = requireField(scope, field, where);
-    if (typeof value === 'object')
-      throw new RouteMappingError(
-        `route ${scope.route.name}: ${where} needs {${field}} to be a string or number`,
-      );
+    if (typeof value === 'object') throw mappingError(scope, field, where, 'not-scalar');
     return String(value);
   });
 }
@@ -834,7 +874,7 @@ export type Planner = (event: InboundEvent, options?: { defaultReply?: boolean }
 
 /**
  * The plan function the activities use: default chat routes plus configured ones.
- * @throws RouteMappingError when a matching route cannot be mapped (the activity fails the workflow).
+ * @throws RouteMappingError when a matching route cannot be mapped (the event parks as failed).
  */
 export function planner(set?: RouteSet): Planner {
   return (event, { defaultReply = true } = {}) => [

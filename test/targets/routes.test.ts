@@ -108,7 +108,9 @@ describe('route file', () => {
       () => configuredPlans(set, event),
       (err: Error) =>
         err instanceof RouteMappingError &&
-        /route refunds: businessKey needs \{data\.object\.metadata\.shop\}/.test(err.message),
+        err.message ===
+          'route refunds: field data.object.metadata.shop is missing from the event (businessKey)' &&
+        err.failure.field === 'data.object.metadata.shop',
     );
   });
 
