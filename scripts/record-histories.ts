@@ -245,6 +245,44 @@ routes:
         `${JSON.stringify({ workflowId: flooded.workflowId, history })}\n`,
       );
       console.log('recorded continued-after-flood');
+
+      // An answer of three messages whose second is held through a flood: the new run carries the
+      // rest of the answer (Resumed.answer), the second is marked sent, the third is sent.
+      const bot = testConfig({ SANDBOX_API_URL: fake.url, RESPONDER_MODULE: 'test/bots/rich-bot.ts' });
+      const botWorker = await startTestWorker({ address: low.address, config: bot });
+      try {
+        fake.next('accept', 'accept-then-drop');
+        const answer = await startEvent(
+          lowClient.client,
+          bot.TEMPORAL_TASK_QUEUE,
+          sandboxEvent({
+            conversationId: uniqueId('c'),
+            messageId: 'm1',
+            text: 'plain three',
+            target: 'sandbox-blind',
+          }),
+        );
+        await waitForState(answer, 'held');
+        const answerRun = (await answer.describe()).runId;
+        for (let i = 0; i < 80; i++)
+          await plain.workflow
+            .getHandle(answer.workflowId)
+            .signal(resolveSignal, { action: 'resend' } as never);
+        await eventually('the answer goes on in a new run', async () => {
+          const d = await answer.describe();
+          return d.runId !== answerRun && (await answer.query(statusQuery)).state === 'held';
+        });
+        await decide(answer, alice, 'resolve', { action: 'mark-sent', reason: 'seen', externalId: 'x2' });
+        await answer.result();
+        const answered = await lowClient.client.workflow.getHandle(answer.workflowId).fetchHistory();
+        writeFileSync(
+          path.join(HISTORIES, 'answer-continued-after-flood.json'),
+          `${JSON.stringify({ workflowId: answer.workflowId, history: answered })}\n`,
+        );
+        console.log('recorded answer-continued-after-flood');
+      } finally {
+        await botWorker.stop();
+      }
     } finally {
       await lowClient.close();
       await lowWorker.stop();

@@ -25,6 +25,8 @@ export async function respond(event: BotEvent): Promise<BotReply> {
       },
     ];
   }
+  // Three plain messages: for targets that take text only (the sandbox).
+  if (text.includes('plain three')) return [{ text: 'one' }, { text: 'two' }, { text: 'three' }];
   if (text.includes('three')) {
     return [
       {

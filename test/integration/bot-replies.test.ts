@@ -202,7 +202,11 @@ describe('A bot module answers through the reply contract (receiver, dev server,
       params: { date: '2026-12-24' },
     });
     const post = () =>
-      fetch(`${receiver.url}/webhooks/line`, { method: 'POST', headers: request.headers, body: request.body });
+      fetch(`${receiver.url}/webhooks/line`, {
+        method: 'POST',
+        headers: request.headers,
+        body: request.body,
+      });
     const first = await post();
     assert.equal(first.status, 202);
     const { workflowId } = (await first.json()) as { workflowId: string };

@@ -109,4 +109,60 @@ describe('a flood of unsealed decisions (a dev server with low history limits, P
     assert.equal((await handle.result()).state, 'succeeded');
     assert.equal(fake.sendsFor(row.id).length, 2, 'one approval, one resend');
   });
+
+  it('carries the rest of an answer into the new run: a later message held through the flood, then the last sent', async () => {
+    const { asker } = await twoOperators();
+    const bot = testConfig({ SANDBOX_API_URL: fake.url, RESPONDER_MODULE: 'test/bots/rich-bot.ts' });
+    const botWorker = await startTestWorker({ address: server.address, config: bot });
+    try {
+      const conversationId = uniqueId('c');
+      // The first message is sent; the second is committed but its answer lost: held (no lookup).
+      fake.next('accept', 'accept-then-drop');
+      const handle = await startEvent(
+        client.client,
+        bot.TEMPORAL_TASK_QUEUE,
+        sandboxEvent({ conversationId, messageId: 'm1', text: 'plain three', target: 'sandbox-blind' }),
+      );
+      const key = `chat:sandbox:${conversationId}:m1:answer`;
+      assert.equal((await waitForState(handle, 'held')).businessKey, `${key}#2`);
+      const firstRun = (await handle.describe()).runId;
+      const plain = new Client({ connection: client.connection, namespace: 'default' });
+      for (let sent = 0; sent < 250; sent += 50)
+        await Promise.all(
+          Array.from({ length: 50 }, () =>
+            plain.workflow.getHandle(handle.workflowId).signal(resolveSignal, { action: 'resend' } as never),
+          ),
+        );
+      await eventually('a new run carries the wait', () => handle.describe(), {
+        until: (d) => d.runId !== firstRun || d.status.name !== 'RUNNING',
+        timeoutMs: 120_000,
+      });
+      const held = await waitForState(handle, 'held');
+      assert.equal(held.businessKey, `${key}#2`, 'the new run waits on the same message');
+      assert.deepEqual(
+        fake.deliveredTo(conversationId).map((d) => d.text),
+        ['one', 'two'],
+      );
+      await decide(handle, asker, 'resolve', {
+        action: 'mark-sent',
+        reason: 'it is there',
+        externalId: 'x2',
+      });
+      assert.equal((await handle.result()).state, 'succeeded');
+      assert.deepEqual(
+        fake.deliveredTo(conversationId).map((d) => d.text),
+        ['one', 'two', 'three'],
+      );
+      assert.deepEqual(
+        (await effectRows(key)).map((r) => [r.business_key, r.status]),
+        [
+          [key, 'succeeded'],
+          [`${key}#2`, 'succeeded'],
+          [`${key}#3`, 'succeeded'],
+        ],
+      );
+    } finally {
+      await botWorker.stop();
+    }
+  });
 });

@@ -31,6 +31,7 @@ describe('workflow histories replay against the current code', () => {
     'stale',
     'reset-adopts-held',
     'continued-after-flood',
+    'answer-continued-after-flood',
   ];
 
   it('has a recorded history for each path, and keeps those of earlier versions', () => {
