@@ -102,6 +102,11 @@ routes:
       const refund = stripeRefund({ shop: 's1', order: uniqueId('o'), refund: uniqueId('re_'), amount: 1 });
       const unmapped = await startEvent(client, routed.TEMPORAL_TASK_QUEUE, refund);
       await waitForState(unmapped, 'failed');
+      // Stopped only once the failure's alert went out, so that the stop does not cut the task that
+      // parks it (a query answered within it said `failed` already).
+      await eventually('the failed plan is alerted', async () =>
+        (await unmapped.fetchHistory()).events?.some((e) => e.activityTaskCompletedEventAttributes),
+      );
       await routedWorker.stop();
       writeFileSync(routeFile, routes('data.object.metadata.order'));
       routedWorker = await startTestWorker({ address: server.address, config: routed });
