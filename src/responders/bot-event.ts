@@ -2,6 +2,7 @@
 // a module (RESPONDER_MODULE) and, as JSON, for a service (RESPONDER_URL). The fields of the request
 // RESPONDER_URL received before (provider, eventId, conversationId, messageId, text) keep their names.
 import type { BotEvent } from '../bot';
+import { isChatEvent, type SandboxEvent, sandboxStyle } from '../providers/sandbox';
 import type { InboundEvent } from '../providers/types';
 
 type Loose = Record<string, unknown> | undefined;
@@ -48,6 +49,27 @@ export function toBotEvent(event: InboundEvent): BotEvent {
       if (repository) bot.github = { repository, ...(typeof issue === 'number' ? { issue } : {}) };
       break;
     }
+    case 'sandbox':
+      sandboxFields(bot, event.payload as SandboxEvent);
+      break;
   }
   return bot;
+}
+
+/** The sandbox as the provider it plays (SandboxStyle): the same fields a real Slack or LINE event gives. */
+function sandboxFields(bot: BotEvent, event: SandboxEvent): void {
+  if (!isChatEvent(event)) return;
+  if (sandboxStyle(event) === 'line') {
+    bot.line = {
+      source: { type: 'user', ...(event.user ? { userId: event.user } : {}) },
+      ...(event.type === 'postback' ? { postback: event.postback } : {}),
+    };
+    return;
+  }
+  bot.slack = {
+    team: 'sandbox',
+    channel: event.conversationId,
+    ...(event.type === 'slash_command' ? { command: event.command } : {}),
+    ...(event.type === 'block_actions' ? { action: event.action } : {}),
+  };
 }
