@@ -2,7 +2,7 @@
 // of its first step with the built-in responder's answer, which the event workflow used to ask for one
 // at a time. One local activity instead of five saves the worker four round trips (and the workflow
 // four activations) per event; each part stays idempotent, so a retry of the whole is harmless.
-import { type ClaimResult, claimInput, type Plan } from '../src/model';
+import { type ClaimResult, claimInput, type Plan, type PreparedReply } from '../src/model';
 import type { InboundEvent } from '../src/providers/types';
 import type { conversationActivities } from './conversation';
 import type { effectActivities } from './effects';
@@ -10,12 +10,11 @@ import type { ledgerActivities } from './ledger';
 import type { replyActivities } from './reply';
 
 /**
- * The first step of the first effect, claimed, and the text to send when the built-in responder wrote
- * it (null: it chose not to reply).
+ * The first step of the first effect, claimed, and the answer when the built-in responder wrote it
+ * (`text`, or `messages`; `text` null and no messages: it chose not to reply).
  */
-export interface FirstStep {
+export interface FirstStep extends Partial<PreparedReply> {
   claim: ClaimResult;
-  text?: string | null;
 }
 
 export type Admission =
@@ -53,7 +52,7 @@ export function admitActivities(parts: {
       return { claim };
     // A responder that fails here is asked again by the workflow, which knows what to do about it.
     const answer = await parts.reply.prepareReply({ event, step }).catch(() => undefined);
-    return { claim, text: answer?.text };
+    return { claim, text: answer?.text, ...(answer?.messages ? { messages: answer.messages } : {}) };
   }
 
   return {

@@ -1,10 +1,11 @@
-// Plans an event's effects from the routes, and writes the reply once. The workflow keeps the answer
-// (encrypted in history), so retries and approved resends send exactly the same text.
+// Plans an event's effects from the routes, and asks for the reply once. The workflow keeps the answer
+// (encrypted in history), so retries and approved resends send exactly the same messages.
 import { ApplicationFailure } from '@temporalio/activity';
 import { chatTransition } from '../src/conversations';
 import { Failure } from '../src/failures';
-import type { Plan, StepPlan } from '../src/model';
+import type { Plan, PreparedReply, StepPlan } from '../src/model';
 import type { InboundEvent } from '../src/providers/types';
+import { prepareAnswer } from '../src/responders/answer';
 import { PermanentResponderError } from '../src/responders/types';
 import { answersByDefault, RouteMappingError } from '../src/routes';
 import type { ActivityDeps } from './deps';
@@ -50,10 +51,13 @@ export function replyActivities({
       return { effects, policy, transition, responderIsLocal: responder.local };
     },
 
-    /** `text` null: the responder chose not to reply. */
-    async prepareReply(input: { event: InboundEvent; step: StepPlan }): Promise<{ text: string | null }> {
+    /**
+     * Asks the bot's logic once and checks its answer against the step's target: one plain `text`,
+     * several `messages`, or `text` null: the responder chose not to reply.
+     */
+    async prepareReply(input: { event: InboundEvent; step: StepPlan }): Promise<PreparedReply> {
       try {
-        return { text: await responder.answer(input.event) };
+        return prepareAnswer(await responder.answer(input.event), input.step.target);
       } catch (err) {
         if (err instanceof PermanentResponderError) throw permanent(err, Failure.PermanentResponder);
         throw err;

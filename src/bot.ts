@@ -51,6 +51,48 @@ export interface BotEvent {
   raw: RawEvent;
 }
 
+/** BotEvent as a schema, for the published JSON Schema (schema/bot-event.schema.json). */
+export const botEventSchema = z
+  .object({
+    version: z.literal(1),
+    provider: z.string(),
+    eventId: z.string(),
+    eventType: z.string(),
+    occurredAt: z.string().optional(),
+    conversationId: z.string().optional(),
+    messageId: z.string().optional(),
+    text: z.string(),
+    user: z.string().optional(),
+    slack: z
+      .object({
+        team: z.string().optional(),
+        channel: z.string().optional(),
+        threadTs: z.string().optional(),
+        command: z.string().optional(),
+        action: z
+          .object({ actionId: z.string(), blockId: z.string().optional(), value: z.string().optional() })
+          .optional(),
+        view: z.object({ callbackId: z.string().optional(), values: z.unknown().optional() }).optional(),
+      })
+      .optional(),
+    line: z
+      .object({
+        source: z.looseObject({
+          type: z.string(),
+          userId: z.string().optional(),
+          groupId: z.string().optional(),
+          roomId: z.string().optional(),
+        }),
+        postback: z
+          .object({ data: z.string(), params: z.record(z.string(), z.string()).optional() })
+          .optional(),
+      })
+      .optional(),
+    github: z.object({ repository: z.string(), issue: z.number().int().optional() }).optional(),
+    raw: z.unknown(),
+  })
+  .meta({ id: 'BotEvent', description: 'One event, as the bot’s logic sees it (src/bot.ts)' });
+
 // ---- The answer ----------------------------------------------------------------------------------
 
 /** Slack allows 40,000 characters of text (https://api.slack.com/methods/chat.postMessage). */
@@ -102,6 +144,8 @@ export const botMessageSchema = z
     replace_original: z.boolean().optional(),
     type: lineMessageObject.shape.type.optional(),
     quickReply: lineMessageObject.shape.quickReply,
+    /** Not a message field: `{ "messages": [...] }` is the whole answer. */
+    messages: z.never().optional(),
   })
   .meta({ id: 'BotMessage', description: 'One message, in the provider’s own shape' });
 

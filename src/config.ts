@@ -326,7 +326,12 @@ export const configSchema = z.object({
   WORKER_ACTIVITY_SLOTS: z.coerce.number().int().min(1).default(200),
   /** An FAQ file (JSON) for the default responder; unset: the built-in FAQ. */
   RESPONDER_FAQ_FILE: optional,
-  /** A service that writes replies (POST JSON → {"text"}); when set it replaces the FAQ responder. */
+  /**
+   * The bot's logic as a module (`.ts`, `.js` or `.mjs`) exporting `respond(event)` (src/bot.ts,
+   * docs/responders.md), loaded by the worker; when set it replaces the FAQ responder.
+   */
+  RESPONDER_MODULE: optional,
+  /** The bot's logic as a service (POST the event as JSON → the answer); when set it replaces the FAQ responder. */
   RESPONDER_URL: url,
   RESPONDER_TOKEN: optional,
   RESPONDER_TIMEOUT: duration('10s'),

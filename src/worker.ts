@@ -143,6 +143,8 @@ export async function createWorker(
   // A route file with problems stops the start here, listing every problem, before anything connects.
   const routes = loadWorkerRoutes(config, options.deps?.targets);
   const targets = options.deps?.targets ?? createTargets(config, routes?.endpoints);
+  // So is a bot module that cannot be loaded.
+  const responder = options.deps?.responder ?? (await createResponder(config));
   const connection = await NativeConnection.connect({
     address: options.temporalAddress,
     ...connectionSecurity(config),
@@ -165,7 +167,7 @@ export async function createWorker(
     operators: createOperatorStore(pool),
     payloadKeys: codec.keys,
     targets,
-    responder: createResponder(config),
+    responder,
     policy: deliveryPolicy(config),
     plan: planner(routes),
     slackReplies: { replyTo: config.SLACK_REPLY_TO, allIn: config.SLACK_REPLY_TO_ALL_IN },

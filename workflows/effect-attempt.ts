@@ -15,16 +15,20 @@ import { errorMessage, Failure } from '../src/failures';
 import {
   claimInput,
   type EffectPlan,
+  type MessageBody,
   type Plan,
+  type PreparedReply,
   type SendInput,
   type SendOutcome,
   type StepPlan,
+  stepBusinessKey,
+  stepForBody,
   TURN_WAIT_MS,
 } from '../src/model';
 import type { InboundEvent } from '../src/providers/types';
 import { localResponder, lookups, records, responder, type Sender, sender } from './activity-stubs';
 import type { Ordering } from './conversation-line';
-import type { EffectContext } from './effect-context';
+import type { AnswerLeft, EffectContext } from './effect-context';
 import type { ReplyState } from './messages';
 import type { OperatorDesk } from './operator-desk';
 import type { RunView } from './run-view';
@@ -45,11 +49,27 @@ const ADOPT_ROW_PATCH = 'adopt-effect-row';
 /** `ledgerRecorded`: the send itself marked the event succeeded in the ledger. */
 type Sent = { kind: 'succeeded'; externalId: string; ledgerRecorded?: boolean } | { kind: 'held' | 'failed' };
 type Settled = Exclude<SendOutcome, { result: 'wait' }>;
+type Prepared = { body: SendInput['body']; answer?: AnswerLeft } | { done: ReplyState };
+
+/**
+ * The n-th message (from 2) of an answer to `step`: an effect of its own, under its own business key,
+ * to the same destination, with the body the responder already wrote.
+ */
+function laterMessage(effect: EffectPlan, step: StepPlan, body: MessageBody, n: number): EffectPlan {
+  return {
+    integration: effect.integration,
+    businessKey: `${stepBusinessKey(effect, step)}#${n}`,
+    conversationId: effect.conversationId,
+    steps: [{ ...step, content: { kind: 'message', body } }],
+  };
+}
 
 export class EffectAttempt {
   /** The event's outcome is in the ledger already: the send of the last step recorded it. */
   outcomeRecorded = false;
   private readonly oneTaskSends: boolean;
+  /** The answer whose later messages are being sent. */
+  private sending?: AnswerLeft;
 
   /**
    * @param path how this run sends. Since `one-task`: the built-in responder runs in the workflow task,
@@ -119,7 +139,9 @@ export class EffectAttempt {
     details.effectId = ctx.effectId;
     if (claim.status === 'succeeded') {
       this.run.settled({ businessKey, effectId: ctx.effectId });
-      return 'succeeded';
+      // A run that continued as new while a later message of this answer waited carries on with it.
+      const left = step.content.kind === 'reply' ? this.desk.resumedAnswer(businessKey) : undefined;
+      return left ? this.sendLater(left, policy) : 'succeeded';
     }
     if (claim.status === 'discarded' && patched(ADOPT_ROW_PATCH)) {
       details.reason = 'discarded by an operator';
@@ -127,12 +149,16 @@ export class EffectAttempt {
     }
     // The responder answers once; every attempt sends these same bytes (or nothing, if it chose so).
     const prepared =
-      first?.text !== undefined ? await this.answered(ctx, first.text) : await this.prepareBody(ctx);
+      first?.text !== undefined
+        ? await this.answered(ctx, effect, { text: first.text, messages: first.messages })
+        : await this.prepareBody(ctx, effect);
     if ('done' in prepared) {
       if (prepared.done === 'succeeded') this.run.settled({ businessKey, effectId: ctx.effectId });
       return prepared.done;
     }
     ctx.body = prepared.body;
+    ctx.step = stepForBody(step, prepared.body);
+    ctx.answer = prepared.answer;
     let gatherUntil = this.gatherUntil(policy);
     const local = this.path === 'local';
     const send = sender(
@@ -143,7 +169,10 @@ export class EffectAttempt {
     );
     // The run's last step: its send records the event's outcome with its own.
     const last =
-      local && effect === this.plan.effects.at(-1) && stepIndex === effect.steps.length - 1
+      local &&
+      !prepared.answer &&
+      effect === this.plan.effects.at(-1) &&
+      stepIndex === effect.steps.length - 1
         ? { provider: this.event.provider, eventId: this.event.eventId }
         : undefined;
     let found =
@@ -164,12 +193,28 @@ export class EffectAttempt {
           ? ({ kind: 'done', state: 'succeeded', externalId: sent.externalId } as const)
           : await this.desk.awaitDecision(sent.kind, ctx);
       if (decision.kind === 'done') {
-        if (decision.state === 'succeeded')
-          this.run.settled({ businessKey, effectId: ctx.effectId, externalId: decision.externalId });
-        return decision.state;
+        if (decision.state !== 'succeeded') return decision.state;
+        this.run.settled({ businessKey, effectId: ctx.effectId, externalId: decision.externalId });
+        return step.content.kind === 'reply' && ctx.answer ? this.sendLater(ctx.answer, policy) : 'succeeded';
       }
       // An approved resend or a reprocess: the row is back in retry_wait; the same protocol runs.
     }
+  }
+
+  /**
+   * Sends the later messages of an answer in order, each under the protocol of its own, once the one
+   * before it succeeded. A message that ends otherwise (held and discarded, say) ends the event so;
+   * the ones after it are not sent.
+   */
+  private async sendLater(answer: AnswerLeft, policy: EffectContext['policy']): Promise<ReplyState> {
+    this.sending = answer;
+    while (answer.rest.length > 0) {
+      const outcome = await this.runEffect(answer.rest[0]!, policy);
+      if (outcome !== 'succeeded') return outcome;
+      answer.rest.shift();
+    }
+    this.sending = undefined;
+    return 'succeeded';
   }
 
   /**
@@ -193,17 +238,18 @@ export class EffectAttempt {
    * responder that keeps failing parks the effect as failed at step `prepareReply`; reprocess asks it
    * again. Nothing has been sent at that point.
    */
-  private async prepareBody(ctx: EffectContext): Promise<{ body: SendInput['body'] } | { done: ReplyState }> {
+  private async prepareBody(ctx: EffectContext, effect: EffectPlan): Promise<Prepared> {
     const { step } = ctx;
     if (step.content.kind === 'payload') return { body: { json: step.content.body } };
+    if (step.content.kind === 'message') return { body: step.content.body, answer: this.sending };
     const resumed = this.desk.resumedBody(ctx.effectId);
-    if (resumed) return { body: resumed };
+    if (resumed) return { body: resumed, answer: this.desk.resumedAnswer(ctx.businessKey) };
     const answering = this.oneTaskSends && this.plan.responderIsLocal ? localResponder : responder;
     for (;;) {
       try {
-        const { text } = await answering.prepareReply({ event: this.event, step });
+        const reply = await answering.prepareReply({ event: this.event, step });
         this.run.details.step = step.name;
-        return await this.answered(ctx, text);
+        return await this.answered(ctx, effect, reply);
       } catch (err) {
         const message = errorMessage(err);
         const failed = await records.recordResult({
@@ -226,13 +272,20 @@ export class EffectAttempt {
   }
 
   /**
-   * The responder's answer as the body to send; null is its choice not to reply: the effect is
-   * settled as skipped (nothing sent, nothing held back behind it) and the event ends succeeded.
+   * The responder's answer as the body to send (its first message), and its later messages; no
+   * message is its choice not to reply: the effect is settled as skipped (nothing sent, nothing held
+   * back behind it) and the event ends succeeded.
    */
-  private async answered(
-    ctx: EffectContext,
-    text: string | null,
-  ): Promise<{ body: SendInput['body'] } | { done: ReplyState }> {
+  private async answered(ctx: EffectContext, effect: EffectPlan, reply: PreparedReply): Promise<Prepared> {
+    const [firstMessage, ...later] = reply.messages ?? [];
+    if (firstMessage) {
+      const rest = later.map((body, i) => laterMessage(effect, ctx.step, body, i + 2));
+      return {
+        body: firstMessage,
+        ...(rest.length > 0 ? { answer: { replyKey: ctx.businessKey, rest } } : {}),
+      };
+    }
+    const { text } = reply;
     if (text !== null) return { body: { text } };
     await records.recordResult({ effectId: ctx.effectId, status: 'skipped' });
     this.run.details.reason = 'skipped: the responder chose not to reply';

@@ -1,5 +1,15 @@
 // What every part of the event workflow needs to know about the effect step in hand, passed as one.
-import type { DeliveryPolicy, SendInput, StepPlan, TargetCapabilities } from '../src/model';
+import type { DeliveryPolicy, EffectPlan, SendInput, StepPlan, TargetCapabilities } from '../src/model';
+
+/**
+ * The later messages of an answer, each an effect of its own, sent in order once the first is sent:
+ * `rest` shrinks as each succeeds, so that a run that continues as new hands on what is left.
+ */
+export interface AnswerLeft {
+  /** The business key of the reply step whose answer these are. */
+  replyKey: string;
+  rest: EffectPlan[];
+}
 
 export interface EffectContext {
   /** The claimed row in `effects`: its id is also the idempotency key and the lookup reference. */
@@ -11,6 +21,8 @@ export interface EffectContext {
   capabilities: TargetCapabilities;
   /** What every attempt sends, once prepared (a run that continues as new hands it on). */
   body?: SendInput['body'];
+  /** The answer's messages still to send after this one (or including it, when it is one of them). */
+  answer?: AnswerLeft;
 }
 
 /** How a held or failed item ended, or that an operator sent it on its way again. */

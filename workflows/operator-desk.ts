@@ -7,7 +7,7 @@ import type { AuditRow } from '../activities/operations';
 import { errorMessage } from '../src/failures';
 import type { SendInput } from '../src/model';
 import { alerts, records } from './activity-stubs';
-import type { Decision, EffectContext, Settled } from './effect-context';
+import type { AnswerLeft, Decision, EffectContext, Settled } from './effect-context';
 import type { DecisionName, OperatorDecision, ReplyState } from './messages';
 import { actionOf, judge, type OperatorMessage, unverifiable } from './operator';
 import type { RunView } from './run-view';
@@ -34,6 +34,8 @@ export interface Resumed {
   effectId: string;
   /** The body prepared for it, so that the responder is not asked again. */
   body?: SendInput['body'];
+  /** The answer's later messages not yet sent (each its own effect). */
+  answer?: AnswerLeft;
   reminders: number;
   /** When the next reminder is due, or failed work stops waiting (ms since the epoch). */
   nextReminderAt?: number;
@@ -88,6 +90,11 @@ export class OperatorDesk {
   /** The body the run this one continues had prepared for the effect, if it is this one. */
   resumedBody(effectId: string): SendInput['body'] | undefined {
     return this.resumed?.effectId === effectId ? this.resumed.body : undefined;
+  }
+
+  /** The later messages of the answer to `replyKey`'s reply that the run this one continues had left. */
+  resumedAnswer(replyKey: string): AnswerLeft | undefined {
+    return this.resumed?.answer?.replyKey === replyKey ? this.resumed.answer : undefined;
   }
 
   /**
@@ -245,6 +252,7 @@ export class OperatorDesk {
     await this.continueAsNew!({
       effectId: ctx.effectId,
       body: ctx.body,
+      ...(ctx.answer?.rest.length ? { answer: ctx.answer } : {}),
       ...wait,
       pendingResend: this.run.state === 'awaiting_approval' ? this.run.details.pendingResend : undefined,
       operatorHistory: this.history.slice(-HANDED_HISTORY),

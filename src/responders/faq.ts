@@ -63,7 +63,7 @@ export function faqResponder(faq: FaqFile = DEFAULT_FAQ): Responder {
     local: true,
     async answer(event) {
       const text = event.message?.text ?? '';
-      return entries.find((e) => e.patterns.some((p) => p.test(text)))?.answer ?? faq.fallback;
+      return { text: entries.find((e) => e.patterns.some((p) => p.test(text)))?.answer ?? faq.fallback };
     },
   };
 }

@@ -1,11 +1,11 @@
-// The HTTP responder: asks a service (an LLM gateway, a rules engine) for the reply text. Asking has
-// no side effect, so transient failures are retried by the activity; 4xx answers are permanent. The
-// service may choose not to reply: 204, a JSON `null`, or an empty text (docs/responders.md).
-import { z } from 'zod';
+// The HTTP responder: asks a service (an LLM gateway, a rules engine) for the answer, posting the
+// event as JSON (src/bot.ts BotEvent; schema/bot-event.schema.json). Asking has no side effect, so
+// transient failures are retried by the activity; 4xx answers are permanent. The service may choose
+// not to reply: 204, a JSON `null`, or an empty text (docs/responders.md). The answer's shape is
+// checked by prepareAnswer, against the reply's target.
 import type { InboundEvent } from '../providers/types';
+import { toBotEvent } from './bot-event';
 import { PermanentResponderError, type Responder } from './types';
-
-const answerSchema = z.union([z.null(), z.object({ text: z.string().max(8000) })]);
 
 export interface HttpResponderOptions {
   url: string;
@@ -24,13 +24,7 @@ export function httpResponder(options: HttpResponderOptions): Responder {
           'x-request-id': event.correlationId,
           ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
         },
-        body: JSON.stringify({
-          provider: event.provider,
-          eventId: event.eventId,
-          conversationId: event.conversation?.id,
-          messageId: event.message?.id,
-          text: event.message?.text ?? '',
-        }),
+        body: JSON.stringify(toBotEvent(event)),
         signal: AbortSignal.timeout(options.timeoutMs),
       });
       if (
@@ -45,12 +39,15 @@ export function httpResponder(options: HttpResponderOptions): Responder {
       }
       if (!response.ok) throw new Error(`responder answered ${response.status}`);
       if (response.status === 204) return null;
-      const parsed = answerSchema.safeParse(await response.json().catch(() => undefined));
-      if (!parsed.success)
+      const text = await response.text();
+      if (text.trim() === '') return null;
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
         throw new PermanentResponderError(
-          'responder answer must be JSON {"text": "…"} (at most 8000 characters), or 204 / null / an empty text for no reply',
+          'responder answer is not JSON: answer {"text": "…"}, {"messages": […]}, or 204 for no reply',
         );
-      return parsed.data?.text || null;
+      }
     },
   };
 }

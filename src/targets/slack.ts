@@ -1,6 +1,14 @@
-// Slack `chat.postMessage` in the source message's thread. Slack has no idempotency key, so every
-// post carries our effect id in message metadata and `lookup` finds it again in the thread or channel.
-import { ErrorCode, type Logger, LogLevel, WebClient, type WebClientOptions } from '@slack/web-api';
+// Slack `chat.postMessage` in the source message's thread (or, when the bot asks, in the channel),
+// with the answer's blocks. Slack has no idempotency key, so every post carries our effect id in
+// message metadata and `lookup` finds it again in the thread or channel.
+import {
+  ErrorCode,
+  type KnownBlock,
+  type Logger,
+  LogLevel,
+  WebClient,
+  type WebClientOptions,
+} from '@slack/web-api';
 import type { StepPlan } from '../model';
 import { type LookupRequest, messageText, type TargetAdapter, TargetError } from './types';
 
@@ -96,12 +104,15 @@ export function slackTarget({ token, apiUrl }: SlackTargetOptions): TargetAdapte
     async send({ effectId, step, body, signal }) {
       const { channel, threadTs } = destinationOf(step);
       const text = messageText(body);
-      if (!text)
+      const blocks = body.slack?.blocks as KnownBlock[] | undefined;
+      if (!text && !blocks?.length)
         throw new TargetError('permanent', 'slack: nothing to post', { fix: 'check the route or responder' });
       try {
         const answer = await client(signal).chat.postMessage({
           channel,
-          text,
+          // With blocks, the text is the notification's fallback (Slack asks for one).
+          text: text ?? '',
+          ...(blocks?.length ? { blocks } : {}),
           ...(threadTs ? { thread_ts: threadTs } : {}),
           metadata: { event_type: SLACK_METADATA_EVENT_TYPE, event_payload: { effect_id: effectId } },
         });
