@@ -145,10 +145,11 @@ function textOf(t) {
   if (typeof t === 'string') return t;
   return t && typeof t.text === 'string' ? t.text : '';
 }
-/** Slack mrkdwn, minimally: *bold* and code spans, as text nodes inside elements (never markup). */
+/** Slack mrkdwn, minimally: *bold*, code spans and <@user> mentions, as text nodes (never markup). */
 function mrkdwn(text) {
   const span = el('span', 'mrkdwn');
-  for (const part of String(text).split(/(\*[^*\n]+\*|\x60[^\x60\n]+\x60)/)) {
+  const plain = String(text).replace(/<@([\w.-]+)(?:\|[^>]*)?>/g, '@$1');
+  for (const part of plain.split(/(\*[^*\n]+\*|\x60[^\x60\n]+\x60)/)) {
     if (/^\*[^*\n]+\*$/.test(part)) span.append(el('b', '', part.slice(1, -1)));
     else if (/^\x60[^\x60\n]+\x60$/.test(part)) span.append(el('code', '', part.slice(1, -1)));
     else if (part) span.append(part);
