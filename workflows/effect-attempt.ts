@@ -263,7 +263,8 @@ export class EffectAttempt {
           step: 'prepareReply',
           lastErrorClass: 'responder',
           lastError: message,
-          recommendedAction: 'fix the responder (RESPONDER_URL or the FAQ file), then reprocess',
+          recommendedAction:
+            'fix the responder (RESPONDER_MODULE, RESPONDER_URL or the FAQ file), then reprocess',
         });
         const decision = await this.desk.awaitDecision('failed', ctx);
         if (decision.kind === 'done') return { done: decision.state };

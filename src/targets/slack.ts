@@ -41,6 +41,10 @@ const PERMANENT_ERRORS: Record<string, string> = {
   is_archived: 'the channel is archived: unarchive it or discard the reply',
   msg_too_long: 'the reply is too long for Slack (40,000 characters): shorten the answer',
   no_text: 'the reply is empty: check the responder',
+  invalid_blocks:
+    "Slack refused the answer's blocks: check them in Block Kit Builder, fix the bot, then reprocess",
+  invalid_blocks_format:
+    "Slack refused the answer's blocks: check them in Block Kit Builder, fix the bot, then reprocess",
   restricted_action: 'a workspace preference forbids this post',
   restricted_action_read_only_channel: 'the channel is read-only for the app',
   restricted_action_thread_only_channel: 'the channel only accepts thread replies',
