@@ -25,7 +25,7 @@ export interface BotEvent {
   conversationId?: string;
   /** The message this event carries (Slack `ts`, LINE message id), when it carries one. */
   messageId?: string;
-  /** The message's text; a slash command's arguments; "" when there is none. */
+  /** The message's text; a slash command's arguments; a LINE postback's `data`; "" when there is none. */
   text: string;
   /** Who wrote it (Slack user id, LINE user id, GitHub login). */
   user?: string;

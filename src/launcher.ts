@@ -19,6 +19,7 @@ import { resolveSandbox } from './sandbox/settings';
 import { keyring, payloadCodec, resolveEncryptionKey } from './temporal/client';
 import { CODEC_PATH } from './temporal/codec-server';
 import { startDevServer } from './temporal/dev-server';
+import { createResponder } from './responders';
 import { loadWorkerRoutes, startWorker } from './worker';
 
 export interface Running {
@@ -83,8 +84,11 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
     const sandbox = resolveSandbox(config, { local: role === 'all' });
     const encryptionKey = resolveEncryptionKey(config, { create: role === 'all' });
     // The worker checks its routes again when it is built; here a bad file stops the start before
-    // PostgreSQL and Temporal are started or reached.
-    if (role !== 'receiver') loadWorkerRoutes({ ...config, ...sandbox });
+    // PostgreSQL and Temporal are started or reached; so does a bot module that cannot be loaded.
+    if (role !== 'receiver') {
+      loadWorkerRoutes({ ...config, ...sandbox });
+      await createResponder(config);
+    }
     let databaseUrl = config.DATABASE_URL;
     let pool: Pool;
     if (databaseUrl) {

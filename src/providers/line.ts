@@ -75,6 +75,14 @@ const messageEvent = z.object({
   message: z.looseObject({ id: z.string().min(1), text: z.string().optional() }),
 });
 
+/** The fields of a `postback` event (a button, quick reply, rich menu or date picker) that a reply needs. */
+const postbackEvent = z.object({
+  replyToken: z.string().min(1).optional(),
+  source: source,
+  // `params` (date picker, rich menu switch) is the bot's to read, not needed to answer.
+  postback: z.looseObject({ data: z.string() }),
+});
+
 type LineEvent = z.infer<typeof lineEvent>;
 
 function normalise(destination: string, event: LineEvent, ctx: RequestContext): InboundEvent {
@@ -91,17 +99,17 @@ function normalise(destination: string, event: LineEvent, ctx: RequestContext): 
   if (event.deliveryContext) normalised.redelivery = { isRedelivery: event.deliveryContext.isRedelivery };
   // In standby mode another module owns the chat and "the bot server … shouldn't send any messages"
   // (@line/bot-sdk EventBase.mode, checked Nov 2026): the event is recorded but not answered.
-  if (event.type !== 'message' || event.mode === 'standby') return normalised;
-  const parsed = messageEvent.safeParse(event);
-  if (!parsed.success) return normalised;
-  const { replyToken, source, message } = parsed.data;
+  if (event.mode === 'standby') return normalised;
+  const said = whatWasSaid(event);
+  if (!said) return normalised;
+  const { replyToken, source } = said;
   // A group or room is the conversation (and where the answer goes); a 1:1 chat is the user.
   const chat = source.groupId ?? source.roomId ?? source.userId;
   if (!chat) return normalised;
   return {
     ...normalised,
     conversation: { id: `${destination}:${chat}`, version: String(event.timestamp) },
-    message: { id: message.id, text: message.text ?? '', user: source.userId },
+    message: { id: said.id, text: said.text, user: source.userId },
     replyTo: {
       target: 'line',
       kind: 'answer',
@@ -116,6 +124,31 @@ function normalise(destination: string, event: LineEvent, ctx: RequestContext): 
       },
     },
   };
+}
+
+/**
+ * What the default route answers (DESIGN.md §2): a user's message, and a postback, which is a person
+ * pressing one of the bot's buttons. A postback carries no message, so its event id stands in for the
+ * message id (one answer per event) and its `data` is the text the bot's logic reads; the date
+ * picker's or rich menu's `params` stay in the raw event (and in BotEvent `line.postback`). Other
+ * events (follow, join, unsend, …) are recorded and left to routes.
+ */
+function whatWasSaid(
+  event: LineEvent,
+): { id: string; text: string; replyToken?: string; source: z.infer<typeof source> } | undefined {
+  if (event.type === 'message') {
+    const parsed = messageEvent.safeParse(event);
+    if (!parsed.success) return undefined;
+    const { message, ...rest } = parsed.data;
+    return { id: message.id, text: message.text ?? '', ...rest };
+  }
+  if (event.type === 'postback') {
+    const parsed = postbackEvent.safeParse(event);
+    if (!parsed.success) return undefined;
+    const { postback, ...rest } = parsed.data;
+    return { id: event.webhookEventId, text: postback.data, ...rest };
+  }
+  return undefined;
 }
 
 export function lineProvider(channelSecret: string): WebhookProvider<ProviderResult> {

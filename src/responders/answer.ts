@@ -2,12 +2,18 @@
 // reply's target can send, and prepared as the bodies the send protocol carries: one effect per
 // message, except LINE, whose messages go in one request (a reply token answers once, with up to five).
 // Problems are named by path and never quote the bot's text.
-import { type BotMessage, type BotReply, botReplySchema } from '../bot';
+import type { messagingApi } from '@line/bot-sdk';
+import { z } from 'zod';
+import { type BotMessage, type BotReply, botReplySchema, LINE_MESSAGES_MAX } from '../bot';
 import type { MessageBody, PreparedReply } from '../model';
 import { PermanentResponderError } from './types';
 
 /** LINE's text message limit (https://developers.line.biz/en/reference/messaging-api/#text-message). */
 const LINE_TEXT_MAX = 5000;
+/** LINE's limit on a message's `altText` (flex, template, imagemap). */
+const LINE_ALT_TEXT_MAX = 1500;
+/** LINE's limit on a media URL; LINE fetches only https. */
+const LINE_URL_MAX = 2000;
 /** GitHub's comment body limit. */
 const GITHUB_TEXT_MAX = 65_536;
 /** Fields that belong to Slack's message shape (src/bot.ts). */
@@ -46,6 +52,9 @@ export function prepareAnswer(reply: unknown, target: string): PreparedReply {
   if (messages.length === 0) return { text: null };
   const family = targetFamily(target);
   const problems = messages.flatMap((m, i) => check(m, family).map((p) => `messages.${i}: ${p}`));
+  // The LINE target sends them in one request, which LINE refuses beyond five.
+  if (family === 'line' && messages.length > LINE_MESSAGES_MAX)
+    problems.push(`messages: ${messages.length} messages, LINE takes at most ${LINE_MESSAGES_MAX} per reply`);
   if (problems.length > 0)
     throw new PermanentResponderError(`the answer cannot be sent to ${target}: ${problems.join('; ')}`);
   // One plain text: prepared as every answer was before richer ones (histories replay the same).
@@ -83,8 +92,7 @@ function check(m: BotMessage, family: TargetFamily): string[] {
       if ((m.type === undefined || m.type === 'text') && !m.text) problems.push('a text message needs text');
       if (m.text && m.text.length > LINE_TEXT_MAX)
         problems.push(`text is longer than LINE's ${LINE_TEXT_MAX} characters`);
-      if (m.type === 'flex' && (!has('altText') || !has('contents')))
-        problems.push('a flex message needs altText and contents');
+      problems.push(...lineProblems(m));
       break;
     case 'sandbox': {
       const slackStyle = SLACK_FIELDS.some(has);
@@ -104,6 +112,74 @@ function check(m: BotMessage, family: TargetFamily): string[] {
         problems.push(`text is longer than ${GITHUB_TEXT_MAX} characters`);
       break;
   }
+  return problems;
+}
+
+type LineMessageType = NonNullable<BotMessage['type']>;
+
+/** The fields each LINE message type cannot do without, named as @line/bot-sdk's messagingApi names them. */
+const LINE_REQUIRED = {
+  text: ['text'],
+  textV2: ['text'],
+  sticker: ['packageId', 'stickerId'],
+  image: ['originalContentUrl', 'previewImageUrl'],
+  video: ['originalContentUrl', 'previewImageUrl'],
+  audio: ['originalContentUrl', 'duration'],
+  location: ['title', 'address', 'latitude', 'longitude'],
+  imagemap: ['baseUrl', 'altText', 'baseSize', 'actions'],
+  template: ['altText', 'template'],
+  flex: ['altText', 'contents'],
+} as const satisfies {
+  [T in LineMessageType]: readonly (keyof Extract<messagingApi.Message, { type: T }>)[];
+};
+
+/** LINE's action types (https://developers.line.biz/en/reference/messaging-api/#action-objects). */
+const LINE_ACTION_TYPES = [
+  'camera',
+  'cameraRoll',
+  'clipboard',
+  'datetimepicker',
+  'location',
+  'message',
+  'postback',
+  'richmenuswitch',
+  'uri',
+] as const satisfies readonly messagingApi.Action['type'][];
+
+const httpsUrl = z.url({ protocol: /^https$/, error: 'must be an https URL' }).max(LINE_URL_MAX);
+
+/** The parts of a LINE message replyflow can check before LINE does: no message's text in any problem. */
+const lineChecks = z.looseObject({
+  altText: z.string().max(LINE_ALT_TEXT_MAX).optional(),
+  originalContentUrl: httpsUrl.optional(),
+  previewImageUrl: httpsUrl.optional(),
+  baseUrl: httpsUrl.optional(),
+  quickReply: z
+    .looseObject({
+      items: z
+        .array(
+          z.looseObject({
+            type: z.literal('action'),
+            imageUrl: httpsUrl.optional(),
+            // A quick reply button's label is at most 20 characters.
+            action: z.looseObject({ type: z.enum(LINE_ACTION_TYPES), label: z.string().max(20).optional() }),
+          }),
+        )
+        .max(13),
+    })
+    .optional(),
+});
+
+function lineProblems(m: BotMessage): string[] {
+  const type = m.type ?? 'text';
+  const fields = m as Record<string, unknown>;
+  const missing = LINE_REQUIRED[type]
+    .filter((k) => fields[k] === undefined || fields[k] === '')
+    .filter((k) => k !== 'text'); // a text message without text is named above
+  const problems = missing.length > 0 ? [`a ${type} message needs ${missing.join(' and ')}`] : [];
+  const checked = lineChecks.safeParse(m);
+  if (!checked.success)
+    problems.push(...checked.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
   return problems;
 }
 

@@ -40,7 +40,10 @@ export function toBotEvent(event: InboundEvent): BotEvent {
       const lineEvent = (payload?.events as Loose[] | undefined)?.[0];
       bot.raw = lineEvent ?? payload;
       const source = lineEvent?.source as NonNullable<BotEvent['line']>['source'] | undefined;
-      if (source) bot.line = { source };
+      const postback = linePostback(lineEvent);
+      if (source) bot.line = { source, ...(postback ? { postback } : {}) };
+      // A postback's text is its data (src/providers/line.ts); it carries no message of its own.
+      if (postback) delete bot.messageId;
       break;
     }
     case 'github': {
@@ -56,6 +59,18 @@ export function toBotEvent(event: InboundEvent): BotEvent {
   return bot;
 }
 
+/** A postback's data, and the string params a date picker (`date`, `time`, `datetime`) or a rich menu switch (`newRichMenuAliasId`, `status`) adds. */
+function linePostback(lineEvent: Loose): NonNullable<BotEvent['line']>['postback'] {
+  if (lineEvent?.type !== 'postback') return undefined;
+  const postback = lineEvent.postback as Loose;
+  const data = str(postback?.data);
+  if (data === undefined) return undefined;
+  const params = Object.entries((postback?.params as Loose) ?? {}).filter(
+    (entry): entry is [string, string] => typeof entry[1] === 'string',
+  );
+  return params.length > 0 ? { data, params: Object.fromEntries(params) } : { data };
+}
+
 /** The sandbox as the provider it plays (SandboxStyle): the same fields a real Slack or LINE event gives. */
 function sandboxFields(bot: BotEvent, event: SandboxEvent): void {
   if (!isChatEvent(event)) return;
@@ -64,6 +79,8 @@ function sandboxFields(bot: BotEvent, event: SandboxEvent): void {
       source: { type: 'user', ...(event.user ? { userId: event.user } : {}) },
       ...(event.type === 'postback' ? { postback: event.postback } : {}),
     };
+    // As from LINE: a postback carries no message of its own.
+    if (event.type === 'postback') delete bot.messageId;
     return;
   }
   bot.slack = {

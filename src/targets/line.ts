@@ -8,10 +8,16 @@
 //   been applied and left no answer (worker died) is held for a person, never resent;
 // - an unknown outcome says exactly what was sent (`details.resendSafe`): a reply-token request → held;
 //   a push → resent with the same key, and LINE answers 409 if the first one was accepted.
+//
+// One answer is one request: its LINE message objects (up to five, `body.line`) go together, because a
+// reply token answers once; the push that stands in for it carries the same objects under one key.
 import { HTTPFetchError, messagingApi } from '@line/bot-sdk';
 import type { StepPlan } from '../model';
 import { classifyTransportError } from './http-errors';
-import { messageText, parseRetryAfter, type TargetAdapter, TargetError } from './types';
+import { messageText, parseRetryAfter, type SendRequest, type TargetAdapter, TargetError } from './types';
+
+/** LINE takes at most five message objects per reply or push. */
+const MESSAGES_PER_REQUEST = 5;
 
 /** A reply token this close to its expiry is not worth the round trip: push instead. */
 const REPLY_TOKEN_MARGIN_MS = 2000;
@@ -43,10 +49,7 @@ export function lineTarget({ channelAccessToken, apiUrl, now = Date.now }: LineT
     resendSafe: (step, attempt) => attempt > 1 || !step.destination.replyToken,
 
     async send({ effectId, step, body, signal, attempt }) {
-      const text = messageText(body);
-      if (!text)
-        throw new TargetError('permanent', 'line: nothing to send', { fix: 'check the route or responder' });
-      const messages: messagingApi.Message[] = [{ type: 'text', text }];
+      const messages = messagesOf(body);
 
       if (replyTokenUsable(step, attempt)) {
         try {
@@ -57,7 +60,7 @@ export function lineTarget({ channelAccessToken, apiUrl, now = Date.now }: LineT
           return { externalId: externalIdOf(sent, 'reply') };
         } catch (err) {
           // Used or expired token (400 "Invalid reply token"): nothing was sent, so push instead.
-          if (!isInvalidReplyToken(err)) throw classifyLineError(err, signal, false);
+          if (!isInvalidReplyToken(err)) throw classifyLineError(err, signal, false, messages);
         }
       }
 
@@ -82,10 +85,28 @@ export function lineTarget({ channelAccessToken, apiUrl, now = Date.now }: LineT
             ),
           };
         }
-        throw classifyLineError(err, signal, true);
+        throw classifyLineError(err, signal, true, messages);
       }
     },
   };
+}
+
+/**
+ * What one request sends: the answer's LINE message objects (src/responders/answer.ts checked them),
+ * else one text message. The same objects on every attempt, reply or push.
+ */
+function messagesOf(body: SendRequest['body']): messagingApi.Message[] {
+  if (body.line && body.line.length > 0) {
+    if (body.line.length > MESSAGES_PER_REQUEST)
+      throw new TargetError('permanent', `line: ${body.line.length} message objects in one answer`, {
+        fix: `answer with at most ${MESSAGES_PER_REQUEST} LINE messages (one reply carries five)`,
+      });
+    return body.line as unknown as messagingApi.Message[];
+  }
+  const text = messageText(body);
+  if (!text)
+    throw new TargetError('permanent', 'line: nothing to send', { fix: 'check the route or responder' });
+  return [{ type: 'text', text }];
 }
 
 /**
@@ -121,8 +142,14 @@ function isInvalidReplyToken(err: unknown): boolean {
  * https://developers.line.biz/en/reference/messaging-api/#status-codes and
  * https://developers.line.biz/en/docs/messaging-api/retrying-api-request/
  * `pushed`: the failed request was a push with our retry key (safe to resend on unknown outcome).
+ * `messages`: the objects it sent, so that a 400 can name the one LINE refused.
  */
-export function classifyLineError(err: unknown, signal: AbortSignal, pushed: boolean): TargetError {
+export function classifyLineError(
+  err: unknown,
+  signal: AbortSignal,
+  pushed: boolean,
+  messages: readonly messagingApi.Message[] = [],
+): TargetError {
   if (err instanceof TargetError) return err;
   if (!(err instanceof HTTPFetchError)) {
     const classified = classifyTransportError(err, signal);
@@ -155,7 +182,54 @@ export function classifyLineError(err: unknown, signal: AbortSignal, pushed: boo
     return new TargetError('permanent', 'line: forbidden (403)', {
       fix: 'the channel is not allowed to use this API (plan or permission)',
     });
+  const refused = status === 400 ? refusedMessages(err.body, messages) : [];
+  if (refused.length > 0)
+    return new TargetError('permanent', 'line: a message object was refused (400)', {
+      fix: `fix the answer (docs/targets.md, LINE): ${refused.join('; ')}`,
+    });
   return new TargetError('permanent', `line: rejected (${status})`, {
     fix: 'check the destination (user, group or room id) and the message',
   });
+}
+
+/** LINE's 400 body: `details` name each refused property, e.g. `messages[1].contents`. */
+type Refusal = { details?: { message?: unknown; property?: unknown }[] } | null;
+
+/**
+ * The message objects a 400 refused, each named by its property and type with LINE's reason, e.g.
+ * `messages[1].altText (a flex message): May not be empty`. LINE's reasons are its own words, but one
+ * that repeats any string the bot sent is left out: the bot's text stays out of errors.
+ */
+function refusedMessages(body: string, messages: readonly messagingApi.Message[]): string[] {
+  const details = (parse(body) as Refusal)?.details;
+  if (!Array.isArray(details)) return [];
+  const sent = stringsIn(messages);
+  return details.flatMap((detail) => {
+    const property = typeof detail.property === 'string' ? detail.property : '';
+    const at = /^messages(?:\[(\d{1,2})\])?/.exec(property);
+    if (!at) return [];
+    const type = at[1] === undefined ? undefined : messages[Number(at[1])]?.type;
+    const reason = typeof detail.message === 'string' ? detail.message.slice(0, 200) : '';
+    const quotes = sent.some((value) => reason.includes(value));
+    return [
+      `${safeProperty(property)}${type ? ` (a ${type} message)` : ''}${reason && !quotes ? `: ${reason}` : ''}`,
+    ];
+  });
+}
+
+/** A property path as LINE names it (`messages[0].quickReply.items[3].action.uri`), nothing else. */
+function safeProperty(property: string): string {
+  return /^[\w.[\]]{1,200}$/.test(property) ? property : '(property)';
+}
+
+/**
+ * Every string the bot wrote into the sent objects, of three characters or more (shorter ones match
+ * by chance); `type` values are LINE's vocabulary, which its reasons name (`must be one of [text, …]`).
+ */
+function stringsIn(value: unknown): string[] {
+  if (typeof value === 'string') return value.length >= 3 ? [value] : [];
+  if (Array.isArray(value)) return value.flatMap(stringsIn);
+  if (value && typeof value === 'object')
+    return Object.entries(value).flatMap(([key, inner]) => (key === 'type' ? [] : stringsIn(inner)));
+  return [];
 }

@@ -95,6 +95,22 @@ describe('start refusals (real executable)', function () {
     assert.ok(!line.includes('[unclosed'), 'the file itself is not quoted');
   });
 
+  it('refuses a bot module that cannot be used in one line naming RESPONDER_MODULE, before starting anything', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'replyflow-bot-'));
+    const missing = path.join(dir, 'bot.ts');
+    const gone = await replyflow('start', { RESPONDER_MODULE: missing });
+    assert.equal(gone.code, 2);
+    assert.equal(oneLine(gone), `replyflow: invalid configuration: RESPONDER_MODULE ${missing}: no such file`);
+    const quiet = path.join(dir, 'quiet.ts');
+    writeFileSync(quiet, 'export const answer = 42;\n');
+    const wrong = await replyflow('start', { RESPONDER_MODULE: quiet });
+    assert.equal(wrong.code, 2);
+    assert.equal(
+      oneLine(wrong),
+      `replyflow: invalid configuration: RESPONDER_MODULE ${quiet}: exports no function \`respond(event)\``,
+    );
+  });
+
   describe('a port in use', () => {
     let holder: http.Server;
     let port: number;

@@ -1,5 +1,8 @@
 // Events as each provider normalises them, for the target suites: the replyTo shapes the inbound
-// providers produce (Slack thread, LINE reply token and user, GitHub issue) and Stripe refunds.
+// providers produce (Slack thread, LINE reply token and user, GitHub issue) and Stripe refunds; and a
+// LINE answer with a quick reply and a flex message.
+import type { webhook } from '@line/bot-sdk';
+import { signLineRequest } from '../../src/providers/line';
 import type { InboundEvent } from '../../src/providers/types';
 import { uniqueId } from '../helpers/system';
 
@@ -63,6 +66,59 @@ export function lineEvent(
     kind: 'answer',
     destination: { to, ...token },
   });
+}
+
+/** A LINE answer: a text with a quick reply, and a flex bubble (what a bot with buttons sends). */
+export const QUICK_REPLY_AND_FLEX: Record<string, unknown>[] = [
+  {
+    type: 'text',
+    text: 'Which day suits you?',
+    quickReply: {
+      items: [
+        { type: 'action', action: { type: 'message', label: 'Today', text: 'today' } },
+        {
+          type: 'action',
+          action: { type: 'postback', label: 'Tomorrow', data: 'day=tomorrow', displayText: 'Tomorrow' },
+        },
+        {
+          type: 'action',
+          action: { type: 'datetimepicker', label: 'Pick', data: 'day=pick', mode: 'date' },
+        },
+      ],
+    },
+  },
+  {
+    type: 'flex',
+    altText: 'Opening hours',
+    contents: {
+      type: 'bubble',
+      body: { type: 'box', layout: 'vertical', contents: [{ type: 'text', text: '9:00-18:00' }] },
+    },
+  },
+];
+
+/**
+ * A LINE postback webhook request as LINE signs it: a person pressed a button whose data is `data`;
+ * `replyToken` comes from the fake LINE API.
+ */
+export function linePostbackRequest(
+  channelSecret: string,
+  to: string,
+  replyToken: string,
+  postback: webhook.PostbackContent,
+): { body: string; headers: Record<string, string> } {
+  const event: webhook.PostbackEvent = {
+    type: 'postback',
+    mode: 'active',
+    timestamp: Date.now(),
+    source: { type: 'user', userId: to },
+    webhookEventId: uniqueId('01PB'),
+    deliveryContext: { isRedelivery: false },
+    replyToken,
+    postback,
+  };
+  const body = JSON.stringify({ destination: 'Ubot', events: [event] });
+  return { body, headers: signLineRequest(channelSecret, body) };
 }
 
 export function githubIssueOpened(owner: string, repo: string, issueNumber: string): InboundEvent {

@@ -1,9 +1,11 @@
 // The LINE target through the whole event workflow (time-skipping server, real PostgreSQL) against a
 // fake Messaging API over real HTTP: reply token while fresh, push with X-Line-Retry-Key otherwise,
-// 409 as "already accepted", and a reply-token request that may have been applied is never resent.
+// 409 as "already accepted", a reply-token request that may have been applied is never resent, and a
+// postback (as the provider normalises it) is answered once through its reply token.
 import assert from 'node:assert/strict';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Config } from '../../src/config';
+import { lineProvider } from '../../src/providers/line';
 import type { InboundEvent } from '../../src/providers/types';
 import { lineTarget } from '../../src/targets/line';
 import type { TargetAdapter } from '../../src/targets/types';
@@ -13,7 +15,8 @@ import { operatorDecides, secondOperatorApproves } from '../helpers/operators';
 import { timeSkipping } from '../helpers/servers';
 import { startTestWorker, testConfig, uniqueId } from '../helpers/system';
 import { effectRows, startEvent, waitForState } from '../helpers/workflows';
-import { lineEvent } from './harness';
+import { eventsOf, requestContext } from '../unit/providers/context';
+import { lineEvent, linePostbackRequest } from './harness';
 
 describe('LINE target (reply token, then push with X-Line-Retry-Key) through the event workflow', function () {
   this.timeout(120_000);
@@ -56,6 +59,21 @@ describe('LINE target (reply token, then push with X-Line-Retry-Key) through the
     assert.equal(pushesTo(to).length, 0);
     assert.equal(repliesWith(token.replyToken)[0]!.headers['x-line-retry-key'], undefined);
     assert.equal((await rowFor(event)).external_id, line.deliveredTo(to)[0]!.messageId);
+  });
+
+  it('answers a postback (a button press) once through its reply token', async () => {
+    const to = uniqueId('U');
+    const token = line.replyToken(to);
+    const request = linePostbackRequest('secret', to, token.replyToken, { data: 'opening hours' });
+    const [event] = eventsOf(lineProvider('secret').parse(requestContext(request.body, request.headers)));
+    assert.equal((await (await start(event!)).result()).state, 'succeeded');
+    assert.equal(repliesWith(token.replyToken).length, 1);
+    assert.deepEqual(
+      line.deliveredTo(to).map((d) => [d.via, d.text]),
+      [['reply', 'We are open 9:00-18:00 JST, Monday to Friday.']],
+    );
+    assert.equal(pushesTo(to).length, 0);
+    assert.equal((await rowFor(event!)).external_id, line.deliveredTo(to)[0]!.messageId);
   });
 
   it('pushes with the effect id as X-Line-Retry-Key once the reply token is no longer fresh', async () => {

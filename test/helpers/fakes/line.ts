@@ -1,6 +1,7 @@
 // A fake of the LINE Messaging API (https://developers.line.biz/en/reference/messaging-api/): reply
 // (single-use, expiring reply tokens; 400 "Invalid reply token"; the retry key refused with 400) and
-// push (X-Line-Retry-Key: 409 with x-line-accepted-request-id once a key was accepted).
+// push (X-Line-Retry-Key: 409 with x-line-accepted-request-id once a key was accepted), and LINE's
+// 400 with `details` for message objects it refuses (a subset of its checks: count, text, flex, quick reply).
 import { randomUUID } from 'node:crypto';
 import type http from 'node:http';
 import { type Answer, FakeApi, type Recorded, send } from './base';
@@ -8,7 +9,10 @@ import { type Answer, FakeApi, type Recorded, send } from './base';
 export interface LineDelivery {
   to: string;
   via: 'reply' | 'push';
+  /** The first message object's text ('' when it has none). */
   text: string;
+  /** Every message object of the request, in order. */
+  messages: Record<string, unknown>[];
   messageId: string;
   retryKey?: string;
 }
@@ -62,6 +66,12 @@ export class FakeLine extends FakeApi {
         },
       });
     const retryKey = request.headers['x-line-retry-key'] as string | undefined;
+    const refused = refusals(request.body.messages);
+    if (refused.length > 0)
+      return send(res, {
+        status: 400,
+        body: { message: `The request body has ${refused.length} error(s)`, details: refused },
+      });
     if (request.path === '/v2/bot/message/reply') {
       // Only push, multicast, narrowcast and broadcast accept a retry key.
       if (retryKey) return send(res, { status: 400, body: { message: 'The retry key is not supported' } });
@@ -109,12 +119,33 @@ export class FakeLine extends FakeApi {
   ): Answer {
     this.seq += 1;
     const messageId = String(500000 + this.seq);
-    const text = ((body.messages as { text?: string }[] | undefined)?.[0]?.text ?? '') as string;
-    this.deliveries.push({ to, via, text, messageId, retryKey });
+    const messages = body.messages as Record<string, unknown>[];
+    const text = typeof messages[0]?.text === 'string' ? messages[0].text : '';
+    this.deliveries.push({ to, via, text, messages, messageId, retryKey });
     return {
       status: 200,
       body: { sentMessages: [{ id: messageId, quoteToken: 'q' }] },
       headers: { 'x-line-request-id': randomUUID() },
     };
   }
+}
+
+/** What LINE says of message objects it refuses (https://developers.line.biz/en/reference/messaging-api/#error-responses). */
+function refusals(messages: unknown): { message: string; property: string }[] {
+  if (!Array.isArray(messages) || messages.length < 1 || messages.length > 5)
+    return [{ message: 'Size must be between 1 and 5', property: 'messages' }];
+  return messages.flatMap((m: Record<string, unknown>, i) => {
+    const at = `messages[${i}]`;
+    const problems: { message: string; property: string }[] = [];
+    if (m.type === 'text' && (typeof m.text !== 'string' || m.text === ''))
+      problems.push({ message: 'May not be empty', property: `${at}.text` });
+    if (m.type === 'flex') {
+      if (!m.altText) problems.push({ message: 'May not be empty', property: `${at}.altText` });
+      if (!m.contents) problems.push({ message: 'must be specified', property: `${at}.contents` });
+    }
+    const items = (m.quickReply as { items?: unknown[] } | undefined)?.items;
+    if (items && items.length > 13)
+      problems.push({ message: 'Size must be between 1 and 13', property: `${at}.quickReply.items` });
+    return problems;
+  });
 }

@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { validateSignature } from '@line/bot-sdk';
 import { lineProvider, signLineRequest, verifyLineRequest } from '../../../src/providers/line';
 import { WebhookPayloadError, WebhookVerificationError } from '../../../src/providers/types';
-import { chatBusinessKey } from '../../../src/routes';
+import { toBotEvent } from '../../../src/responders/bot-event';
+import { answersByDefault, chatBusinessKey, defaultPlans } from '../../../src/routes';
 import { eventsOf, flipOneByte, requestContext } from './context';
 
 const SECRET = 'test-channel-secret';
@@ -26,6 +27,20 @@ function textMessage(overrides: Record<string, unknown> = {}) {
       quoteToken: 'q',
       text: 'what are your opening hours?',
     },
+    ...overrides,
+  };
+}
+
+function postback(postbackContent: Record<string, unknown>, overrides: Record<string, unknown> = {}) {
+  return {
+    type: 'postback',
+    mode: 'active',
+    timestamp: 1_700_000_000_000,
+    source: { type: 'user', userId: 'Uuser1' },
+    webhookEventId: '01HZZZZZZZZZZZZZZZZZZZZZPB',
+    deliveryContext: { isRedelivery: false },
+    replyToken: 'reply-token-pb',
+    postback: postbackContent,
     ...overrides,
   };
 }
@@ -196,6 +211,101 @@ describe('LINE provider', () => {
       const [event] = eventsOf(parse(bodyOf(textMessage({ mode: 'standby', replyToken: undefined }))));
       assert.equal(event!.workflowId, 'webhook:line:01HZZZZZZZZZZZZZZZZZZZZZZ1');
       assert.equal(event!.replyTo, undefined);
+    });
+  });
+
+  describe('postbacks (a button, quick reply, rich menu or date picker)', () => {
+    const slack = { replyTo: 'mentions' as const, allIn: [] };
+    const nothingAnswered = async () => false;
+
+    it('answers a postback like a message: its event id as message id, its data as text, the reply token', async () => {
+      const [event] = eventsOf(parse(bodyOf(postback({ data: 'action=buy&item=111' }))));
+      assert.equal(event!.eventType, 'postback');
+      assert.deepEqual(event!.conversation, { id: `${DESTINATION}:Uuser1`, version: '1700000000000' });
+      assert.deepEqual(event!.message, {
+        id: '01HZZZZZZZZZZZZZZZZZZZZZPB',
+        text: 'action=buy&item=111',
+        user: 'Uuser1',
+      });
+      assert.deepEqual(event!.replyTo, {
+        target: 'line',
+        kind: 'answer',
+        destination: {
+          to: 'Uuser1',
+          replyToken: 'reply-token-pb',
+          replyTokenExpiresAt: '2023-11-14T22:14:20.000Z',
+        },
+      });
+      assert.equal(await answersByDefault(event!, slack, nothingAnswered), true);
+      const plans = defaultPlans(event!);
+      assert.deepEqual(
+        plans.map((p) => [p.businessKey, p.steps.map((s) => [s.target, s.destination.replyToken])]),
+        [[`chat:line:${DESTINATION}:Uuser1:01HZZZZZZZZZZZZZZZZZZZZZPB:answer`, [['line', 'reply-token-pb']]]],
+      );
+    });
+
+    it('answers each press once: two presses of the same button are two answers', () => {
+      const events = eventsOf(
+        parse(
+          bodyOf(
+            postback({ data: 'more' }, { webhookEventId: 'PB1' }),
+            postback({ data: 'more' }, { webhookEventId: 'PB2' }),
+          ),
+        ),
+      );
+      const keys = events.map((e) => chatBusinessKey(e, 'answer'));
+      assert.equal(new Set(keys).size, 2);
+    });
+
+    it('answers a postback in a group in the group', () => {
+      const [event] = eventsOf(
+        parse(bodyOf(postback({ data: 'x' }, { source: { type: 'group', groupId: 'Cg', userId: 'Uu' } }))),
+      );
+      assert.equal(event!.replyTo?.destination.to, 'Cg');
+      assert.equal(event!.message?.user, 'Uu');
+    });
+
+    it('records a postback in standby mode without asking for a reply', () => {
+      const [event] = eventsOf(
+        parse(bodyOf(postback({ data: 'x' }, { mode: 'standby', replyToken: undefined }))),
+      );
+      assert.equal(event!.replyTo, undefined);
+    });
+
+    it("gives the bot the postback's data and the date picker's or rich menu's params", () => {
+      const cases: [Record<string, unknown>, unknown][] = [
+        [{ data: 'plain' }, { data: 'plain' }],
+        [
+          { data: 'when', params: { date: '2017-12-25' } },
+          { data: 'when', params: { date: '2017-12-25' } },
+        ],
+        [
+          { data: 'at', params: { time: '01:00' } },
+          { data: 'at', params: { time: '01:00' } },
+        ],
+        [
+          { data: 'dt', params: { datetime: '2017-12-25T01:00' } },
+          { data: 'dt', params: { datetime: '2017-12-25T01:00' } },
+        ],
+        [
+          { data: 'menu', params: { newRichMenuAliasId: 'richmenu-alias-b', status: 'SUCCESS' } },
+          { data: 'menu', params: { newRichMenuAliasId: 'richmenu-alias-b', status: 'SUCCESS' } },
+        ],
+      ];
+      for (const [content, expected] of cases) {
+        const bot = toBotEvent(eventsOf(parse(bodyOf(postback(content))))[0]!);
+        assert.deepEqual(bot.line, { source: { type: 'user', userId: 'Uuser1' }, postback: expected });
+        assert.equal(bot.eventType, 'postback');
+        assert.equal(bot.text, content.data);
+        assert.equal(bot.messageId, undefined, 'a postback carries no message');
+        assert.equal((bot.raw as { type: string }).type, 'postback');
+      }
+    });
+
+    it('gives the bot a message event with its message id and no postback', () => {
+      const bot = toBotEvent(eventsOf(parse(bodyOf(textMessage())))[0]!);
+      assert.equal(bot.messageId, '468789577898262530');
+      assert.deepEqual(bot.line, { source: { type: 'user', userId: 'Uuser1' } });
     });
   });
 
