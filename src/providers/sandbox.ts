@@ -146,8 +146,10 @@ export function sandboxProvider(secret: string): WebhookProvider<ProviderResult>
         payload: body,
       };
       if (isChatEvent(body)) {
-        // A button or a postback carries no text; a command's text is its arguments, as in Slack.
-        const text = body.type === 'message' || body.type === 'slash_command' ? body.text : '';
+        // As the real providers give them: a command's text is its arguments (Slack), a postback's
+        // its data (src/providers/line.ts); a button carries none.
+        const text =
+          body.type === 'postback' ? body.postback.data : body.type === 'block_actions' ? '' : body.text;
         event.message = { id: body.messageId, text, user: body.user };
         event.replyTo = {
           target: body.target,

@@ -141,9 +141,11 @@ describe('sandbox events as the bot sees them (the providers it plays)', () => {
     assert.deepEqual(bot.slack?.action, action);
   });
 
-  it('gives a postback its data and the LINE source, and no Slack fields', () => {
+  it('gives a postback its data (also as its text) and the LINE source, and no Slack fields', () => {
     const { bot } = botEventOf({ ...chat, type: 'postback', postback: { data: 'size=M' } });
     assert.equal(bot.eventType, 'postback');
+    assert.equal(bot.text, 'size=M', 'its text is its data, as from LINE');
+    assert.equal(bot.messageId, undefined);
     assert.deepEqual(bot.line, {
       source: { type: 'user', userId: 'sandbox-user' },
       postback: { data: 'size=M' },
