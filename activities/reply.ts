@@ -3,16 +3,36 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { chatTransition } from '../src/conversations';
 import { Failure } from '../src/failures';
-import type { Plan, PreparedReply, StepPlan } from '../src/model';
+import type { Plan, PlanFailureDetails, PreparedReply, StepPlan } from '../src/model';
 import type { InboundEvent } from '../src/providers/types';
 import { prepareAnswer } from '../src/responders/answer';
 import { PermanentResponderError } from '../src/responders/types';
-import { answersByDefault, RouteMappingError } from '../src/routes';
+import { answersByDefault, mappingFailureFix, RouteMappingError } from '../src/routes';
 import type { ActivityDeps } from './deps';
 
 /** A failure that no retry can mend, keeping what caused it. */
 function permanent(err: Error, type: (typeof Failure)[keyof typeof Failure]): ApplicationFailure {
   return ApplicationFailure.create({ message: err.message, type, nonRetryable: true, cause: err });
+}
+
+/** A mapping failure, with what the workflow shows of it as the failure's details. */
+function mappingFailure(err: RouteMappingError, policy: PlanFailureDetails['policy']): ApplicationFailure {
+  const { route, integration, field } = err.failure;
+  const details: PlanFailureDetails = {
+    route,
+    integration,
+    field,
+    error: err.message,
+    fix: mappingFailureFix(err.failure),
+    policy,
+  };
+  return ApplicationFailure.create({
+    message: err.message,
+    type: Failure.RouteMapping,
+    nonRetryable: true,
+    cause: err,
+    details: [details],
+  });
 }
 
 export function replyActivities({
@@ -31,8 +51,9 @@ export function replyActivities({
       try {
         effects = plan(event, { defaultReply });
       } catch (err) {
-        // The same event will always lack the field: the workflow fails, naming the route.
-        if (err instanceof RouteMappingError) throw permanent(err, Failure.RouteMapping);
+        // The same event will always lack the field under these routes: the workflow parks it as
+        // failed, naming the route and the field, until the route file is fixed and it is reprocessed.
+        if (err instanceof RouteMappingError) throw mappingFailure(err, policy);
         throw err;
       }
       for (const effect of effects) {

@@ -4,18 +4,21 @@
 // (then commit test/histories/*.json). Histories of older workflow versions stay as v<N>-*.json: the
 // replay test keeps proving that workflows started by earlier releases still run. Uses the same real
 // servers and fakes as the tests.
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@temporalio/client';
 import { connectClient } from '../src/temporal/client';
 import { startDevServer } from '../src/temporal/dev-server';
 import { eventually } from '../test/helpers/eventually';
 import { FakeTarget } from '../test/helpers/fake-target';
+import { FakeOrders } from '../test/helpers/fakes/orders';
 import { decide, sealFor, testOperator } from '../test/helpers/operators';
 import { devServer, stopServers, TEST_ENCRYPTION_KEY } from '../test/helpers/servers';
 import { sandboxEvent, startTestWorker, testConfig, uniqueId } from '../test/helpers/system';
 import { temporalCli } from '../test/helpers/temporal-cli';
 import { startEvent, waitForState } from '../test/helpers/workflows';
+import { stripeRefund } from '../test/targets/harness';
 import { resolveSignal, statusQuery } from '../workflows/messages';
 
 const HISTORIES = path.resolve(__dirname, '..', 'test', 'histories');
@@ -79,6 +82,38 @@ async function main() {
     await decide(failed, alice, 'reprocess', { reason: 'fixed' });
     await failed.result();
     await save('failed-reprocessed', failed.workflowId);
+
+    // A route that cannot map the event parks it failed at planEffects (plan-failed-parks); with the
+    // route file fixed and the worker restarted, a reprocess plans it again and it is sent.
+    const orders = await new FakeOrders().start();
+    const routeFile = path.join(mkdtempSync(path.join(os.tmpdir(), 'replyflow-record-')), 'routes.yaml');
+    const routes = (orderField: string) => `
+endpoints: { orders: { url: ${orders.url}/orders } }
+routes:
+  - name: refund-to-orders
+    when: { provider: stripe, eventType: refund.created }
+    businessKey: "order:{data.object.metadata.shop}:{${orderField}}"
+    steps: [{ name: register, target: http:orders, body: { order: "{${orderField}}" } }]
+`;
+    writeFileSync(routeFile, routes('data.object.metadata.order_ref'));
+    const routed = testConfig({ ROUTES_FILE: routeFile });
+    let routedWorker = await startTestWorker({ address: server.address, config: routed });
+    try {
+      const refund = stripeRefund({ shop: 's1', order: uniqueId('o'), refund: uniqueId('re_'), amount: 1 });
+      const unmapped = await startEvent(client, routed.TEMPORAL_TASK_QUEUE, refund);
+      await waitForState(unmapped, 'failed');
+      await routedWorker.stop();
+      writeFileSync(routeFile, routes('data.object.metadata.order'));
+      routedWorker = await startTestWorker({ address: server.address, config: routed });
+      // The query the decision binds to goes to the stopped worker's sticky queue first: ask until the new one answers.
+      await waitForState(unmapped, 'failed');
+      await decide(unmapped, alice, 'reprocess', { reason: 'route fixed' });
+      await unmapped.result();
+      await save('mapping-failed-reprocessed', unmapped.workflowId);
+    } finally {
+      await routedWorker.stop();
+      await orders.stop();
+    }
 
     // Decisions by signal: an unsealed one (refused), then a sealed one.
     fake.next('accept-then-drop');

@@ -17,7 +17,7 @@ export interface BotEvent {
   eventId: string;
   /**
    * The provider's event type: Slack `message`, `app_mention`, `slash_command`, `block_actions`,
-   * `view_submission`; LINE `message`, `postback`; GitHub `issues.opened`; sandbox `message`.
+   * `view_submission`, `view_closed`, `shortcut`, `message_action`; LINE `message`, `postback`; GitHub `issues.opened`; sandbox `message`.
    */
   eventType: string;
   occurredAt?: string;
@@ -40,6 +40,8 @@ export interface BotEvent {
     action?: { actionId: string; blockId?: string; value?: string };
     /** A submitted modal (interactivity `view_submission`): its callback id and state values. */
     view?: { callbackId?: string; values?: unknown };
+    /** A shortcut a person used (`shortcut`, or `message_action` on a message): its callback id. */
+    shortcut?: { callbackId: string };
   };
   line?: {
     source: { type: string; userId?: string; groupId?: string; roomId?: string };

@@ -15,11 +15,11 @@ import { errorMessage } from './failures';
 import type { Logger } from './logger';
 import { reachableHostOf } from './ports';
 import { startReceiver } from './receiver';
+import { createResponder } from './responders';
 import { resolveSandbox } from './sandbox/settings';
 import { keyring, payloadCodec, resolveEncryptionKey } from './temporal/client';
 import { CODEC_PATH } from './temporal/codec-server';
 import { startDevServer } from './temporal/dev-server';
-import { createResponder } from './responders';
 import { loadWorkerRoutes, startWorker } from './worker';
 
 export interface Running {

@@ -100,6 +100,23 @@ export interface Plan {
   transition?: TransitionRequest;
 }
 
+/** The step a failed plan names (`FailedStep`): no effect was planned, so none was claimed or sent. */
+export const PLAN_STEP = 'planEffects';
+
+/**
+ * What a planning failure tells the event workflow (the details of its `RouteMappingError`
+ * failure): the route, its integration, the field, the failure in words and the fix; never a value.
+ */
+export interface PlanFailureDetails {
+  route: string;
+  integration: string;
+  field: string;
+  error: string;
+  fix: string;
+  /** This deployment's policy: how long the failed event waits for a decision. */
+  policy: DeliveryPolicy;
+}
+
 /** `effects.status`: where one effect stands. src/db/effects.ts owns every change of it. */
 export type EffectStatus =
   | 'claimed'

@@ -13,6 +13,7 @@ import { errorMessage } from './failures';
 import type { EffectPlan, StepPlan } from './model';
 import { EVENT_TYPES, STANDARD_WEBHOOKS_PREFIX, sendsEventType } from './providers/event-types';
 import { slackAddressing } from './providers/slack';
+import { SLACK_RESPONSE_TARGET } from './providers/slack-interactions';
 import type { InboundEvent } from './providers/types';
 import { closest, didYouMean } from './suggest';
 import { TARGET_SETTINGS } from './targets';
@@ -42,7 +43,8 @@ export type AnswerLookup = (target: string, businessKey: string) => Promise<bool
 /**
  * Whether the default route answers this event (DESIGN.md §2, "Default routes"). Slack: a mention, a
  * direct message, a reply in a thread the bot is in, and any person's message where the settings ask
- * for every one; a plain channel message is people talking among themselves. Every other provider's
+ * for every one; a plain channel message is people talking among themselves. A slash command or an
+ * interaction with a response_url is always answered. Every other provider's
  * chat message is addressed to the bot by being sent at all.
  *
  * "A thread the bot is in" is the bot's own thread (`parent_user_id`), or one whose parent replyflow
@@ -59,6 +61,9 @@ export async function answersByDefault(
   answered: AnswerLookup,
 ): Promise<boolean> {
   if (event.provider !== 'slack' || !event.replyTo) return true;
+  // A command, a button, a message shortcut or a modal that asked for an answer: addressed to the bot
+  // by being used at all. The provider gives a reply destination only to those with a response_url.
+  if (event.replyTo.target === SLACK_RESPONSE_TARGET) return true;
   const addressing = slackAddressing(event.payload);
   if (!addressing) return false;
   const everyMessage = slack.replyTo === 'all' || slack.allIn.includes(addressing.channel);
@@ -226,9 +231,45 @@ export class RouteFileError extends Error {
   }
 }
 
-/** Thrown when a matching route needs an event field the event lacks (the event fails, visibly). */
+/** What a matching route could not map: the route, the field and where the route uses it, never a value. */
+export interface MappingFailure {
+  route: string;
+  /** The route's integration (its `integration`, or its name). */
+  integration: string;
+  /** The field path, as the route file writes it between braces. */
+  field: string;
+  /** Where the route uses it: `businessKey`, `operationId`, `step <name> body.<key>`, … */
+  where: string;
+  /** `missing`: the event lacks it; `not-scalar`: an object where a string or number is needed. */
+  problem: 'missing' | 'not-scalar';
+}
+
+/**
+ * How a mapping failure is worded wherever it shows: `routes try`, and at run time the failed event's
+ * status, search attributes and alert.
+ */
+export function mappingFailureText(failure: MappingFailure): string {
+  const what =
+    failure.problem === 'missing' ? 'is missing from the event' : 'must be a string or number, not an object';
+  return `route ${failure.route}: field ${failure.field} ${what} (${failure.where})`;
+}
+
+/** What an operator does about a mapping failure at run time. */
+export function mappingFailureFix(failure: MappingFailure): string {
+  const what = failure.problem === 'missing' ? 'is missing from the event' : 'is not a string or number';
+  return `route ${failure.route}: field ${failure.field} ${what}; fix ROUTES_FILE, restart the workers, then reprocess`;
+}
+
+/**
+ * Thrown when a matching route needs an event field the event lacks: the event's workflow parks as
+ * failed at step `planEffects`, naming the route and the field, until the route is fixed and the
+ * event reprocessed (or discarded).
+ */
 export class RouteMappingError extends Error {
   override name = 'RouteMappingError';
+  constructor(readonly failure: MappingFailure) {
+    super(mappingFailureText(failure));
+  }
 }
 
 /**
@@ -737,20 +778,24 @@ function fieldOf(scope: Scope, field: string): unknown {
 /** The field's value, which must exist; the message names the route and field, never a value. */
 function requireField(scope: Scope, field: string, where: string): unknown {
   const value = fieldOf(scope, field);
-  if (value === undefined || value === null)
-    throw new RouteMappingError(
-      `route ${scope.route.name}: ${where} needs {${field}}, which the event lacks`,
-    );
+  if (value === undefined || value === null) throw mappingError(scope, field, where, 'missing');
   return value;
+}
+
+function mappingError(
+  scope: Scope,
+  field: string,
+  where: string,
+  problem: MappingFailure['problem'],
+): RouteMappingError {
+  const { name, integration } = scope.route;
+  return new RouteMappingError({ route: name, integration, field, where, problem });
 }
 
 function render(template: string, scope: Scope, where: string): string {
   return template.replace(PLACEHOLDER, (_, field: string) => {
     const value = requireField(scope, field, where);
-    if (typeof value === 'object')
-      throw new RouteMappingError(
-        `route ${scope.route.name}: ${where} needs {${field}} to be a string or number`,
-      );
+    if (typeof value === 'object') throw mappingError(scope, field, where, 'not-scalar');
     return String(value);
   });
 }
@@ -829,7 +874,7 @@ export type Planner = (event: InboundEvent, options?: { defaultReply?: boolean }
 
 /**
  * The plan function the activities use: default chat routes plus configured ones.
- * @throws RouteMappingError when a matching route cannot be mapped (the activity fails the workflow).
+ * @throws RouteMappingError when a matching route cannot be mapped (the event parks as failed).
  */
 export function planner(set?: RouteSet): Planner {
   return (event, { defaultReply = true } = {}) => [

@@ -25,6 +25,22 @@ export interface EffectContext {
   answer?: AnswerLeft;
 }
 
+/**
+ * Failed work that never reached an effect: planning the event failed (a route could not map it), so
+ * no effect row exists and nothing was sent. `effectId` is not a row's: it is the hold decisions are
+ * bound to, `plan:<planning attempt>`, so that a decision counts for one failed plan only.
+ */
+export interface PlanContext {
+  kind: 'plan';
+  effectId: string;
+  /** What alerts name for it: `event:<provider>:<event id>` (no business key was planned). */
+  businessKey: string;
+  policy: DeliveryPolicy;
+}
+
+/** What the operator desk waits on: an effect step, or a failed plan. */
+export type DeskSubject = EffectContext | PlanContext;
+
 /** How a held or failed item ended, or that an operator sent it on its way again. */
 export type Settled = { kind: 'done'; state: 'succeeded' | 'discarded'; externalId?: string };
 export type Decision = Settled | { kind: 'send-again' };

@@ -4,6 +4,7 @@
 // (turn-client.ts) and the effect attempt (effect-attempt.ts). It never guesses when a send's
 // outcome is unknown.
 import {
+  ActivityFailure,
   ApplicationFailure,
   allHandlersFinished,
   condition,
@@ -15,9 +16,9 @@ import {
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { FirstStep } from '../activities/admit';
+import type { Admission, FirstStep } from '../activities/admit';
 import { Failure } from '../src/failures';
-import { isRefusedPayload, type Plan } from '../src/model';
+import { isRefusedPayload, PLAN_STEP, type Plan, type PlanFailureDetails } from '../src/model';
 import type { InboundEvent } from '../src/providers/types';
 import { mainPathRecords } from './activity-stubs';
 import { ConversationLine } from './conversation-line';
@@ -49,6 +50,30 @@ const SEALED_DECISIONS_PATCH = 'sealed-decisions';
 const ONE_TASK_SENDS_PATCH = 'one-task-sends';
 /** Runs started since: the same, and the send a local activity, so the happy path is one workflow task. */
 const LOCAL_SENDS_PATCH = 'local-sends';
+/**
+ * Runs started since: an event a matching route cannot map parks as failed at step `planEffects`
+ * (before, its workflow failed); reprocess plans it again with the worker's routes. Asked only when
+ * planning failed, so no other run records it.
+ */
+const PLAN_FAILED_PATCH = 'plan-failed-parks';
+
+/** The hold of a failed plan's `n`th planning attempt: decisions are bound to it (RunView.hold). */
+const planHold = (n: number) => `plan:${n}`;
+
+/** Which planning attempt a run continues at: the one its predecessor waited at, if it waited on a failed plan. */
+function planningAttemptOf(resumed: Resumed | undefined): number {
+  const n = /^plan:(\d+)$/.exec(resumed?.effectId ?? '')?.[1];
+  return n ? Number(n) : 1;
+}
+
+/** The details of a route mapping failure the admission reported, if that is what `err` is. */
+function planFailureOf(err: unknown): PlanFailureDetails | undefined {
+  let e: unknown = err;
+  while (e instanceof ActivityFailure) e = e.cause;
+  if (!(e instanceof ApplicationFailure) || e.type !== Failure.RouteMapping) return undefined;
+  const details = e.details?.[0] as PlanFailureDetails | undefined;
+  return typeof details?.route === 'string' && details.policy ? details : undefined;
+}
 
 /**
  * Why an input is not an event the receiver started, if it is not: not encrypted by a known key, or
@@ -154,18 +179,69 @@ export async function handleEvent(event: InboundEvent, resumed?: Resumed): Promi
     return run.result(final, reason);
   };
 
+  /**
+   * A plan a route cannot map waits as failed, alerted, its failure in the ledger (no effect row
+   * exists: nothing was planned), for a reprocess or a discard. @throws ParkExpired when nobody decided.
+   */
+  const parkFailedPlan = async (failure: PlanFailureDetails, planning: number) => {
+    const hold = planHold(planning);
+    run.planFailed(hold, failure.integration, {
+      step: PLAN_STEP,
+      lastErrorClass: 'route_mapping',
+      lastError: failure.error,
+      recommendedAction: failure.fix,
+    });
+    await bookkeeping.recordOutcome({
+      provider: event.provider,
+      eventId: event.eventId,
+      outcome: 'failed',
+      reason: failure.error,
+    });
+    return desk.awaitDecision('failed', {
+      kind: 'plan',
+      effectId: hold,
+      businessKey: `event:${event.provider}:${event.eventId}`,
+      policy: failure.policy,
+    });
+  };
+  /** The admission, planned again on each reprocess of a failed plan; undefined: it was discarded. */
+  const admit = async (): Promise<Admission | undefined> => {
+    for (let planning = planningAttemptOf(resumed); ; planning += 1) {
+      try {
+        const admission = await bookkeeping.admitEvent({
+          event,
+          workflowId,
+          firstEffectId: uuid4(),
+          firstRunId: workflowInfo().firstExecutionRunId,
+        });
+        run.planned();
+        return admission;
+      } catch (err) {
+        const failure = planFailureOf(err);
+        // Runs started before this failed here, and replay so.
+        if (!failure || !patched(PLAN_FAILED_PATCH)) throw err;
+        const decision = await parkFailedPlan(failure, planning);
+        if (decision.kind === 'done') return undefined;
+      }
+    }
+  };
+  /** Failed work nobody decided on in time: the run fails, its outcome recorded. */
+  const parkExpired = async (err: ParkExpired): Promise<never> => {
+    await finish('failed', run.details.reason);
+    throw ApplicationFailure.nonRetryable(err.message, Failure.EffectFailed);
+  };
+
   // The ledger (the event id is known beyond Temporal's retention), the routes (which effects the
   // event asks for) and the business state (a late or disallowed event is refused and recorded).
   let plan: Plan;
   let first: FirstStep | undefined;
   let attempt: EffectAttempt | undefined;
   if (oneTaskSends) {
-    const admission = await bookkeeping.admitEvent({
-      event,
-      workflowId,
-      firstEffectId: uuid4(),
-      firstRunId: workflowInfo().firstExecutionRunId,
+    const admission = await admit().catch((err: unknown) => {
+      if (err instanceof ParkExpired) return parkExpired(err);
+      throw err;
     });
+    if (!admission) return finish('discarded', run.details.reason);
     if (!admission.firstTime) return finish('duplicate', DUPLICATE_REASON);
     plan = admission.plan;
     first = admission.first;
@@ -198,8 +274,7 @@ export async function handleEvent(event: InboundEvent, resumed?: Resumed): Promi
     }
   } catch (err) {
     if (!(err instanceof ParkExpired)) throw err;
-    await finish('failed', run.details.reason);
-    throw ApplicationFailure.nonRetryable(err.message, Failure.EffectFailed);
+    return parkExpired(err);
   }
   // A reason only when there is one to give (a responder that chose not to reply).
   return finish('succeeded', run.details.reason);

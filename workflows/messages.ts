@@ -98,7 +98,8 @@ export interface StatusView {
   pendingResend?: { operator: string; reason: string };
   /**
    * What a decision answers while one awaits it (held, awaiting approval, failed): the effect and its
-   * attempts so far, `<effect id>:<attempts>`. A sealed decision is bound to it.
+   * attempts so far, `<effect id>:<attempts>`, or `plan:<n>` for an event no route could map (its nth
+   * planning attempt; no effect exists). A sealed decision is bound to it.
    */
   hold?: string;
   operatorHistory: OperatorDecision[];

@@ -7,9 +7,9 @@ import type { AuditRow } from '../activities/operations';
 import { errorMessage } from '../src/failures';
 import type { SendInput } from '../src/model';
 import { alerts, records } from './activity-stubs';
-import type { AnswerLeft, Decision, EffectContext, Settled } from './effect-context';
+import type { AnswerLeft, Decision, DeskSubject, EffectContext, Settled } from './effect-context';
 import type { DecisionName, OperatorDecision, ReplyState } from './messages';
-import { actionOf, judge, type OperatorMessage, unverifiable } from './operator';
+import { actionOf, judge, type OperatorMessage, unverifiable, type Verdict } from './operator';
 import type { RunView } from './run-view';
 
 /**
@@ -172,7 +172,7 @@ export class OperatorDesk {
    * on its own. Failed work waits for the policy's park time.
    * @throws ParkExpired when failed work was left alone that long.
    */
-  async awaitDecision(waitingIn: Waiting, ctx: EffectContext): Promise<Decision> {
+  async awaitDecision(waitingIn: Waiting, ctx: DeskSubject): Promise<Decision> {
     const resumed = this.resumed?.effectId === ctx.effectId ? this.resumed : undefined;
     this.resumed = undefined;
     if (resumed?.pendingResend) {
@@ -243,7 +243,7 @@ export class OperatorDesk {
 
   /** Ends this run, handing the wait on to a new one, once handlers finished or the grace is over. */
   private async continueAsNewNow(
-    ctx: EffectContext,
+    ctx: DeskSubject,
     wait: Pick<Resumed, 'reminders' | 'parkedUntil' | 'nextReminderAt'>,
   ): Promise<void> {
     await condition(() => allHandlersFinished() || this.inbox.length > 0, HANDLERS_GRACE_MS);
@@ -251,8 +251,8 @@ export class OperatorDesk {
     await this.auditsWritten();
     await this.continueAsNew!({
       effectId: ctx.effectId,
-      body: ctx.body,
-      ...(ctx.answer?.rest.length ? { answer: ctx.answer } : {}),
+      body: 'kind' in ctx ? undefined : ctx.body,
+      ...('kind' in ctx || !ctx.answer?.rest.length ? {} : { answer: ctx.answer }),
       ...wait,
       pendingResend: this.run.state === 'awaiting_approval' ? this.run.details.pendingResend : undefined,
       operatorHistory: this.history.slice(-HANDED_HISTORY),
@@ -278,7 +278,7 @@ export class OperatorDesk {
   }
 
   /** Judges and applies the oldest message. @returns the decision, or undefined to keep waiting. */
-  private async judgeNext(ctx: EffectContext): Promise<Decision | undefined> {
+  private async judgeNext(ctx: DeskSubject): Promise<Decision | undefined> {
     const entry = this.inbox.shift()!;
     const { message, arrivedIn } = entry;
     const before = this.run.state;
@@ -294,6 +294,7 @@ export class OperatorDesk {
       await this.record(entry, 'rejected', verdict.detail, before, before);
       return undefined;
     }
+    if ('kind' in ctx) return this.decidePlan(entry, verdict.action, before);
     switch (verdict.action) {
       case 'mark-sent': {
         const marked = await records.recordResult({
@@ -336,6 +337,31 @@ export class OperatorDesk {
       case 'reprocess':
         return this.sendAgain(entry, verdict.action === 'approve-resend', ctx, before);
     }
+  }
+
+  /**
+   * A decision about a failed plan: nothing was claimed or sent, so there is no row to re-read. A
+   * reprocess plans the event again with the worker's routes; a discard ends it.
+   */
+  private async decidePlan(
+    entry: Entry,
+    action: Exclude<Verdict, { ok: false }>['action'],
+    before: ReplyState,
+  ): Promise<Decision | undefined> {
+    if (action === 'discard') {
+      this.run.setState('discarded', { recommendedAction: undefined });
+      await this.record(entry, 'accepted', undefined, before, 'discarded');
+      this.run.details.reason = 'discarded by an operator';
+      return { kind: 'done', state: 'discarded' };
+    }
+    if (action === 'reprocess') {
+      this.run.setState('processing');
+      await this.record(entry, 'accepted', undefined, before, 'processing');
+      return { kind: 'send-again' };
+    }
+    const detail = 'nothing was planned, so nothing was sent: reprocess once the route is fixed, or discard';
+    await this.record(entry, 'rejected', detail, before, before);
+    return undefined;
   }
 
   /**

@@ -41,6 +41,8 @@ export class RunView {
   /** The effects settled so far, for the workflow's result. */
   readonly effects: EventResult['effects'] = [];
   private effect?: EffectPlan;
+  /** While a failed plan waits (no effect was planned): the hold decisions answer, and its integration. */
+  private failedPlan?: { hold: string; integration: string };
   /** What the search attributes say now, by name: kept when only changes are upserted. */
   private readonly shown?: Map<string, string | number>;
 
@@ -85,9 +87,29 @@ export class RunView {
    */
   hold(): string | undefined {
     const decidable = this.state === 'held' || this.state === 'awaiting_approval' || this.state === 'failed';
-    return decidable && this.details.effectId
-      ? `${this.details.effectId}:${this.details.attempts}`
-      : undefined;
+    if (!decidable) return undefined;
+    if (this.failedPlan) return this.failedPlan.hold;
+    return this.details.effectId ? `${this.details.effectId}:${this.details.attempts}` : undefined;
+  }
+
+  /**
+   * Planning failed (a route could not map the event): failed with nothing planned, decisions bound
+   * to `hold` (the planning attempt), the route's integration shown for filtering.
+   */
+  planFailed(hold: string, integration: string, extra: Partial<RunDetails>): void {
+    this.failedPlan = { hold, integration };
+    this.setState('failed', extra);
+  }
+
+  /** Planned after a failed plan was reprocessed: what the failure showed is over. */
+  planned(): void {
+    if (!this.failedPlan) return;
+    this.failedPlan = undefined;
+    Object.assign(this.details, {
+      lastError: undefined,
+      lastErrorClass: undefined,
+      recommendedAction: undefined,
+    });
   }
 
   /** The effect now being worked on, shown by its business key (never its content). */
@@ -100,7 +122,7 @@ export class RunView {
 
   private effectAttributes(): Shown[] {
     const effect = this.effect;
-    if (!effect) return [];
+    if (!effect) return this.failedPlan ? [{ key: Integration, value: this.failedPlan.integration }] : [];
     return [
       { key: BusinessKey, value: effect.businessKey },
       { key: Integration, value: effect.integration },

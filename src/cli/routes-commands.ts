@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
 import { type Command, InvalidArgumentError } from 'commander';
 import { loadConfig } from '../config';
-import { type EffectPlan, SANDBOX_MODES, type StepPlan, stepBusinessKey } from '../model';
+import { type EffectPlan, PLAN_STEP, SANDBOX_MODES, type StepPlan, stepBusinessKey } from '../model';
 import { isSampleProvider, readSample, recogniseProvider, SAMPLE_PROVIDERS } from '../providers/sample';
 import { type InboundEvent, WebhookPayloadError } from '../providers/types';
 import {
@@ -109,11 +109,14 @@ function refusal(err: WebhookPayloadError): string {
   return `the receiver would refuse this sample (400): ${issues.join('; ') || err.message}`;
 }
 
-/** Destination values that are credentials (a LINE reply token) are not printed. */
+/** Destination values that are credentials (a LINE reply token, a Slack response_url) are not printed. */
 function shownDestination(destination: Record<string, string>): string {
   return JSON.stringify(
     Object.fromEntries(
-      Object.entries(destination).map(([key, value]) => [key, /token/i.test(key) ? '(hidden)' : value]),
+      Object.entries(destination).map(([key, value]) => [
+        key,
+        /token|responseurl/i.test(key) ? '(hidden)' : value,
+      ]),
     ),
   );
 }
@@ -201,7 +204,7 @@ async function tryEvent(
   let effects = 0;
   let steps = 0;
   let fails = false;
-  let mappingFailure: string | undefined;
+  let mappingFailed = false;
   for (const route of set.routes) {
     const why = mismatch(route, event);
     if (why) {
@@ -218,11 +221,9 @@ async function tryEvent(
       steps += effect!.steps.length;
     } catch (err) {
       if (!(err instanceof RouteMappingError)) throw err;
-      mappingFailure = err.name;
-      printLine(
-        io.stdout,
-        `route ${route.name}: matches, but the event would fail (${err.name}): ${err.message}`,
-      );
+      mappingFailed = true;
+      // The words the failed event shows at run time (its status, search attributes and alert).
+      printLine(io.stdout, `route ${route.name}: matches, but the event would fail: ${err.message}`);
     }
   }
   const byDefault = await defaultReplies(event, env);
@@ -237,11 +238,11 @@ async function tryEvent(
     for (const effect of defaults) fails = printEffect(io, effect, set) || fails;
   }
   const matched = `${matching} of ${plural(set.routes.length, 'route')} match`;
-  const outcome = mappingFailure
-    ? `; the event would fail at run time (${mappingFailure}) and send nothing`
+  const outcome = mappingFailed
+    ? `; the event would park as failed at run time (step ${PLAN_STEP}) and send nothing`
     : `: ${plural(effects, 'effect')}, ${plural(steps, 'step')}${fails ? ', a step would fail when sent' : ''}`;
   printLine(io.stdout, `${matched}${outcome}; nothing was sent and nothing started`);
-  return mappingFailure !== undefined || fails;
+  return mappingFailed || fails;
 }
 
 async function tryRoutes(io: CliIo, routeFile: string, options: TryOptions): Promise<number> {

@@ -4,6 +4,7 @@
 // operator acts on the items one by one (the CLI, through the operator API), seeing each outcome.
 import type { Client } from '@temporalio/client';
 import type { Pool } from '../db/pool';
+import { PLAN_STEP } from '../model';
 import { accepted, decide } from './decisions';
 import { OperatorInputError } from './errors';
 import { effectsOf } from './inspect';
@@ -41,6 +42,9 @@ async function check(client: Client, pool: Pool, workflowId: string, integration
   const item: SelectionItem = { ...base, businessKey: status.businessKey, state: status.state };
   if (current.execution !== 'RUNNING') return { item: { ...item, why: 'the workflow is closed' } };
   if (status.state !== 'failed') return { item: { ...item, why: `state is ${status.state}, not failed` } };
+  // A failed plan has no effect row (nothing was planned, claimed or sent): the workflow plans again.
+  if (status.step === PLAN_STEP && status.hold?.startsWith('plan:'))
+    return { item: { ...item, verdict: 'reprocess' }, current };
   const row = (await effectsOf(pool, workflowId)).find((e) => e.id === status.effectId);
   if (!row) return { item: { ...item, why: 'no effect row for its current step' } };
   const checked = { ...item, effectStatus: row.status };

@@ -1,9 +1,11 @@
-// Slack Events API (`/webhooks/slack`): the v0 request signature, the url_verification handshake,
-// event_callback envelopes normalised so that a mention's `message` and `app_mention` events share a key,
-// and how a message addresses the app (slackAddressing), which the worker's default route decides on.
+// Slack at `/webhooks/slack`: the v0 request signature, the url_verification handshake, Events API
+// envelopes normalised so that a mention's `message` and `app_mention` events share a key, how a
+// message addresses the app (slackAddressing), which the worker's default route decides on, and
+// form-encoded slash commands and interactivity (src/providers/slack-interactions.ts).
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { epochSeconds, epochToIso, parseJson, validate } from './parse';
+import { parseSlackForm, SLACK_FORM_CONTENT_TYPE } from './slack-interactions';
 import {
   header,
   type InboundEvent,
@@ -49,11 +51,19 @@ export function verifySlackRequest(secret: string, ctx: RequestContext): void {
   }
 }
 
-/** Signs a body the way Slack does, for tests and local senders. */
-export function signSlackRequest(secret: string, body: string, at = new Date()): Record<string, string> {
+/**
+ * Signs a body the way Slack does, for tests and local senders: Events API envelopes are JSON,
+ * commands and interactivity `application/x-www-form-urlencoded`.
+ */
+export function signSlackRequest(
+  secret: string,
+  body: string,
+  at = new Date(),
+  contentType = 'application/json',
+): Record<string, string> {
   const timestamp = String(Math.floor(at.getTime() / 1000));
   return {
-    'content-type': 'application/json',
+    'content-type': contentType,
     'x-slack-request-timestamp': timestamp,
     'x-slack-signature': slackSignature(secret, timestamp, body),
   };
@@ -208,14 +218,21 @@ function normalise(body: z.infer<typeof eventCallback>, ctx: RequestContext): In
   };
 }
 
+/** Commands and interactivity come form-encoded; the receiver admitted only the two content types. */
+function isForm(ctx: RequestContext): boolean {
+  const type = header(ctx.headers, 'content-type')?.split(';')[0]?.trim().toLowerCase();
+  return type === SLACK_FORM_CONTENT_TYPE;
+}
+
 export function slackProvider(signingSecret: string): WebhookProvider<ProviderResult> {
   return {
     name: 'slack',
-    contentTypes: ['application/json'],
+    contentTypes: ['application/json', SLACK_FORM_CONTENT_TYPE],
     verify(ctx) {
       verifySlackRequest(signingSecret, ctx);
     },
     parse(ctx): ProviderResult {
+      if (isForm(ctx)) return parseSlackForm(ctx);
       const body = parseJson(ctx.rawBody);
       const { type } = validate(envelopeType, body);
       if (type === 'url_verification') {

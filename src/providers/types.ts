@@ -37,9 +37,16 @@ export interface InboundEvent {
  * counted with its reason.
  */
 export type ProviderResult =
-  | { kind: 'events'; events: InboundEvent[] }
+  | { kind: 'events'; events: InboundEvent[]; ack?: Acknowledgement }
   | { kind: 'answer'; status: number; body: unknown }
-  | { kind: 'ignored'; reason: IgnoredReason };
+  | { kind: 'ignored'; reason: IgnoredReason; ack?: Acknowledgement };
+
+/**
+ * How a sender must be told its delivery is durable (or a duplicate, or ignored). Absent: 202 or 200
+ * with a JSON status. `empty`: 200 with no body, for a sender that shows the body to a person (Slack
+ * displays the answer to a slash command or a button in the channel).
+ */
+export type Acknowledgement = 'empty';
 
 /** Why a verified delivery was acknowledged without an event (a metric label: a closed set). */
 export type IgnoredReason = 'app_rate_limited' | 'unknown_envelope_type' | 'replayed_body';

@@ -122,8 +122,10 @@ export function createReceiverApp(deps: ReceiverDeps): express.Express {
         outcome === 'rejected_signature' || outcome === 'invalid' ? 'webhook refused' : 'webhook answered',
       );
       res.setHeader('x-request-id', correlationId);
-      res.status(status).json(body);
+      if (emptyAck && status < 300) res.status(200).end();
+      else res.status(status).json(body);
     };
+    let emptyAck = false;
     // Answered before reading the body. Node discards a body the handler left unread so that the
     // connection can carry the next request; that is fine for one within the limit. A larger or
     // unbounded one is not read at all: the connection closes after the answer (closing with a
@@ -194,6 +196,7 @@ export function createReceiverApp(deps: ReceiverDeps): express.Express {
       );
     }
     if (result.kind === 'answer') return answer('answered', result.status, result.body);
+    emptyAck = result.ack === 'empty';
     if (result.kind === 'ignored') {
       deps.metrics.ignored.inc({ provider: label, reason: result.reason });
       return answer('ignored', 200, { status: 'ignored', reason: result.reason }, { reason: result.reason });

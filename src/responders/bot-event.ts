@@ -27,12 +27,19 @@ export function toBotEvent(event: InboundEvent): BotEvent {
   switch (event.provider) {
     case 'slack': {
       const inner = payload?.event as Loose;
-      // An Events API envelope: the bot gets Slack's `event`; interactivity and commands are their own payload.
+      // An Events API envelope: the bot gets Slack's `event`; interactivity and commands are their own
+      // payload, less its response_url: a capability the bot has no use for and might log.
       if (inner && payload?.type === 'event_callback') bot.raw = inner;
+      else bot.raw = withoutCapabilities(payload);
       bot.slack = {
         team: str(payload?.team_id) ?? str((payload?.team as Loose)?.id),
-        channel: destination.channel ?? str(inner?.channel),
+        channel:
+          destination.channel ??
+          str(inner?.channel) ??
+          str((payload?.channel as Loose)?.id) ??
+          str(payload?.channel_id),
         threadTs: destination.threadTs || undefined,
+        ...slackInteraction(event.eventType, payload),
       };
       break;
     }
@@ -69,6 +76,50 @@ function linePostback(lineEvent: Loose): NonNullable<BotEvent['line']>['postback
     (entry): entry is [string, string] => typeof entry[1] === 'string',
   );
   return params.length > 0 ? { data, params: Object.fromEntries(params) } : { data };
+}
+
+type SlackFields = NonNullable<BotEvent['slack']>;
+
+/** What a command or an interaction (src/providers/slack-interactions.ts) tells the bot. */
+function slackInteraction(eventType: string, payload: Loose): Partial<SlackFields> {
+  switch (eventType) {
+    case 'slash_command': {
+      const command = str(payload?.command);
+      return command ? { command } : {};
+    }
+    case 'block_actions': {
+      const action = (payload?.actions as Loose[] | undefined)?.[0];
+      const actionId = str(action?.action_id);
+      if (!actionId) return {};
+      const value = str(action?.value) ?? str((action?.selected_option as Loose)?.value);
+      const blockId = str(action?.block_id);
+      return {
+        action: { actionId, ...(blockId ? { blockId } : {}), ...(value !== undefined ? { value } : {}) },
+      };
+    }
+    case 'shortcut':
+    case 'message_action': {
+      const callbackId = str(payload?.callback_id);
+      return callbackId ? { shortcut: { callbackId } } : {};
+    }
+    case 'view_submission':
+    case 'view_closed': {
+      const view = payload?.view as Loose;
+      if (!view) return {};
+      const callbackId = str(view.callback_id);
+      const values = (view.state as Loose)?.values;
+      return { view: { ...(callbackId ? { callbackId } : {}), ...(values !== undefined ? { values } : {}) } };
+    }
+    default:
+      return {};
+  }
+}
+
+/** The payload without the fields that carry a response_url (the provider leaves them out already). */
+function withoutCapabilities(payload: Loose): unknown {
+  if (!payload) return payload;
+  const { response_url: _url, response_urls: _urls, ...rest } = payload;
+  return rest;
 }
 
 /** The sandbox as the provider it plays (SandboxStyle): the same fields a real Slack or LINE event gives. */

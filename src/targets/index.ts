@@ -7,6 +7,7 @@ import { type HttpEndpoint, httpTarget } from './http';
 import { lineTarget } from './line';
 import { sandboxTarget } from './sandbox';
 import { slackTarget } from './slack';
+import { slackResponseTarget } from './slack-response';
 import type { TargetAdapter } from './types';
 
 export type TargetRegistry = ReadonlyMap<string, TargetAdapter>;
@@ -20,6 +21,9 @@ export function createTargets(config: Config, endpoints: Record<string, HttpEndp
   }
   if (config.SLACK_BOT_TOKEN)
     targets.push(slackTarget({ token: config.SLACK_BOT_TOKEN, apiUrl: config.SLACK_API_URL }));
+  // Holds no credential (each command or interaction carries its own response_url), and has work
+  // only where Slack's commands and interactivity are received.
+  if (config.SLACK_SIGNING_SECRET) targets.push(slackResponseTarget({ apiUrl: config.SLACK_API_URL }));
   if (config.LINE_CHANNEL_ACCESS_TOKEN)
     targets.push(
       lineTarget({ channelAccessToken: config.LINE_CHANNEL_ACCESS_TOKEN, apiUrl: config.LINE_API_URL }),
@@ -33,6 +37,7 @@ export function createTargets(config: Config, endpoints: Record<string, HttpEndp
 /** Which setting enables a built-in target, for error messages that say how to fix a route. */
 export const TARGET_SETTINGS: Record<string, string> = {
   slack: 'SLACK_BOT_TOKEN',
+  'slack-response': 'SLACK_SIGNING_SECRET',
   line: 'LINE_CHANNEL_ACCESS_TOKEN',
   github: 'GITHUB_TOKEN',
   sandbox: 'SANDBOX_ENABLED',

@@ -139,11 +139,11 @@ routes:
     const lines = result.stdout.trimEnd().split('\n');
     assert.equal(
       lines[1],
-      'route refund-to-orders: matches, but the event would fail (RouteMappingError): route refund-to-orders: businessKey needs {data.object.metadata.order}, which the event lacks',
+      'route refund-to-orders: matches, but the event would fail: route refund-to-orders: field data.object.metadata.order is missing from the event (businessKey)',
     );
     assert.equal(
       lines.at(-1),
-      '1 of 4 routes match; the event would fail at run time (RouteMappingError) and send nothing; nothing was sent and nothing started',
+      '1 of 4 routes match; the event would park as failed at run time (step planEffects) and send nothing; nothing was sent and nothing started',
     );
   });
 
@@ -207,13 +207,13 @@ routes:
       `      request POST ${base}/tickets`,
       '      destination {}',
       '      body {"title":"Spelling error in the README file","number":1}',
-      'route app-issues: matches, but the event would fail (RouteMappingError): route app-issues: businessKey needs {installation.id}, which the event lacks',
+      'route app-issues: matches, but the event would fail: route app-issues: field installation.id is missing from the event (businessKey)',
       'default route: matches',
       '  effect github, business key chat:github:Codertocat/Hello-World#1:issue:ack',
       '    step reply: github, business key chat:github:Codertocat/Hello-World#1:issue:ack',
       '      destination {"owner":"Codertocat","repo":"Hello-World","issueNumber":"1"}',
       '      text written by the responder when the event runs (not asked here)',
-      '2 of 4 routes match; the event would fail at run time (RouteMappingError) and send nothing; nothing was sent and nothing started',
+      '2 of 4 routes match; the event would park as failed at run time (step planEffects) and send nothing; nothing was sent and nothing started',
     ]);
     assert.match(
       result.stdout.split('\n')[0]!,

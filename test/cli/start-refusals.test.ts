@@ -100,7 +100,10 @@ describe('start refusals (real executable)', function () {
     const missing = path.join(dir, 'bot.ts');
     const gone = await replyflow('start', { RESPONDER_MODULE: missing });
     assert.equal(gone.code, 2);
-    assert.equal(oneLine(gone), `replyflow: invalid configuration: RESPONDER_MODULE ${missing}: no such file`);
+    assert.equal(
+      oneLine(gone),
+      `replyflow: invalid configuration: RESPONDER_MODULE ${missing}: no such file`,
+    );
     const quiet = path.join(dir, 'quiet.ts');
     writeFileSync(quiet, 'export const answer = 42;\n');
     const wrong = await replyflow('start', { RESPONDER_MODULE: quiet });

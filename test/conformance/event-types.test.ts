@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import examples from '@octokit/webhooks-examples';
 import { sendsEventType } from '../../src/providers/event-types';
 import { SDK_EVENT_TYPES } from '../../src/providers/sdk-event-types';
+import { SLACK_INTERACTION_EVENT_TYPES } from '../../src/providers/slack-interactions';
 import { declaredEventTypes } from './event-types';
 
 describe('conformance: the event types a route may name', function () {
@@ -23,6 +24,11 @@ describe('conformance: the event types a route may name', function () {
         `${provider}: src/providers/sdk-event-types.ts is out of date: npx tsx scripts/generate-event-types.ts`,
       );
     }
+  });
+
+  it("names Slack's commands and interactions as @slack/bolt's types do", () => {
+    const unknown = SLACK_INTERACTION_EVENT_TYPES.filter((t) => !sendsEventType('slack', t));
+    assert.deepEqual(unknown, []);
   });
 
   it('knows the event type of every example payload of @octokit/webhooks-examples but ping', () => {

@@ -1,5 +1,6 @@
 // The event types each provider sends, as the conformance corpora declare them: the unions of the
-// SDK types the conformance tests build their deliveries from (stripe, @slack/types, @line/bot-sdk)
+// SDK types the conformance tests build their deliveries from (stripe, @slack/types and, for Slack's
+// commands and interactivity, @slack/bolt; @line/bot-sdk)
 // and, for GitHub, every event and action of @octokit/webhooks-types, the schema that
 // @octokit/webhooks-examples is written against. scripts/generate-event-types.ts writes them into
 // src/providers/sdk-event-types.ts; test/conformance/event-types.test.ts fails when the two differ.
@@ -11,10 +12,17 @@ import { TypeExamples } from './type-examples';
 const DECLARATIONS = `
 import type Stripe from 'stripe';
 import type { SlackEvent } from '@slack/types';
+import type { SlackAction, SlackShortcut, SlackViewAction } from '@slack/bolt';
 import type { webhook } from '@line/bot-sdk';
 import type { WebhookEventMap } from '@octokit/webhooks-types';
 export type stripe = Stripe.Event['type'] | Stripe.V2.Core.EventNotification['type'];
-export type slack = SlackEvent['type'];
+// A slash command's form has no type field: the receiver names it slash_command.
+export type slack =
+  | SlackEvent['type']
+  | 'slash_command'
+  | SlackAction['type']
+  | SlackShortcut['type']
+  | SlackViewAction['type'];
 export type line = webhook.Event['type'];
 type GitHubEventType<K extends keyof WebhookEventMap> = WebhookEventMap[K] extends infer E
   ? E extends { action: infer A extends string } ? \`\${K}.\${A}\` : K
@@ -27,12 +35,15 @@ export type SdkProvider = 'github' | 'line' | 'slack' | 'stripe';
 /**
  * What the SDK types list beside the events but never becomes an event of ours, so no route can wait
  * for it: Slack's `app_rate_limited` is an envelope of its own (acknowledged and ignored), never
- * inside event_callback; GitHub's `ping` is answered `pong` at once and starts nothing.
+ * inside event_callback; Slack's legacy interactions (attachments' `interactive_message`, dialogs'
+ * `dialog_submission`, the retired `workflow_step_edit`) carry nothing the receiver keys on and are
+ * acknowledged and ignored (src/providers/slack-interactions.ts); GitHub's `ping` is answered `pong`
+ * at once and starts nothing.
  */
 const NOT_EVENTS: Record<SdkProvider, readonly string[]> = {
   github: ['ping'],
   line: [],
-  slack: ['app_rate_limited'],
+  slack: ['app_rate_limited', 'dialog_submission', 'interactive_message', 'workflow_step_edit'],
   stripe: [],
 };
 

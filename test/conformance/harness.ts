@@ -81,7 +81,13 @@ export async function sendAll(
         headers: delivery.headers,
         body: delivery.body,
       });
-      answers[i] = { delivery, status: response.status, body: (await response.json()) as Answer['body'] };
+      // Slack's commands and interactivity are acknowledged with an empty 200.
+      const text = await response.text();
+      answers[i] = {
+        delivery,
+        status: response.status,
+        body: (text ? JSON.parse(text) : {}) as Answer['body'],
+      };
     }
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
@@ -105,6 +111,15 @@ export function report(provider: string, answers: Answer[]): void {
   for (const a of answers) byStatus.set(a.status, (byStatus.get(a.status) ?? 0) + 1);
   const statuses = [...byStatus].map(([status, n]) => `${n}×${status}`).join(', ');
   console.log(`      ${provider}: ${answers.length} deliveries, ${types.size} event types: ${statuses}`);
+}
+
+/** The receiver's count of requests of `provider` that ended with `outcome` (accepted, duplicate, …). */
+export async function requestCount(
+  receiver: ReceiverHandle,
+  provider: string,
+  outcome: string,
+): Promise<number> {
+  return counterValue(await metricsOf(receiver), 'replyflow_webhook_requests_total', { provider, outcome });
 }
 
 /** How far an ignored-deliveries counter moved between two scrapes. */

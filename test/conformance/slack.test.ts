@@ -1,7 +1,9 @@
 // Slack conformance: every Events API event type and message subtype that Slack's own SDK declares
 // (npm @slack/types, pinned: the SlackEvent union), each with the fields the SDK marks required,
 // wrapped in the event_callback envelope and signed as Slack signs; plus the envelopes that carry no
-// event (url_verification, app_rate_limited, a type Slack adds later). Every one is answered 2xx.
+// event (url_verification, app_rate_limited, a type Slack adds later); and slash commands and every
+// interaction payload @slack/bolt declares (each kind of block element action, shortcuts, modals),
+// form-encoded as Slack sends them. Every one is answered 2xx; a redelivered command is a duplicate.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { signSlackRequest } from '../../src/providers/slack';
@@ -11,10 +13,24 @@ import {
   type Delivery,
   ignoredCount,
   report,
+  requestCount,
   SECRETS,
   sendAll,
 } from './harness';
 import { TypeExamples } from './type-examples';
+
+const FORM = 'application/x-www-form-urlencoded';
+
+/** A command or an interaction, form-encoded and signed as Slack sends them. */
+function formDelivery(name: string, form: Record<string, string>): Delivery {
+  const body = new URLSearchParams(form).toString();
+  return {
+    name,
+    path: '/webhooks/slack',
+    headers: signSlackRequest(SECRETS.slack, body, new Date(), FORM),
+    body,
+  };
+}
 
 function delivery(name: string, envelope: object): Delivery {
   const body = JSON.stringify(envelope);
@@ -45,6 +61,15 @@ describe('conformance: Slack (the event types of @slack/types through the receiv
   const { receiver } = conformanceReceiver();
   const types = new TypeExamples(
     `import type { SlackEvent } from '@slack/types';\nexport type Event = SlackEvent;`,
+  );
+  // Compiled before the receiver starts: compiling blocks the process the receiver runs in.
+  const bolt = new TypeExamples(
+    `import type * as bolt from '@slack/bolt';
+export type Command = bolt.SlashCommand;
+export type Element = bolt.BlockElementAction;
+export type BlockAction = bolt.BlockAction;
+export type Shortcut = bolt.SlackShortcut;
+export type ViewAction = bolt.SlackViewAction;`,
   );
   const now = Math.floor(Date.now() / 1000);
   const ts = `${now}.000100`;
@@ -116,5 +141,55 @@ describe('conformance: Slack (the event types of @slack/types through the receiv
     const [a] = await sendAll(receiver(), [first]);
     const [b] = await sendAll(receiver(), [retry]);
     assert.deepEqual([a!.status, b!.status, b!.body.workflowId], [202, 200, a!.body.workflowId]);
+  });
+
+  it('answers every slash command and interaction payload of @slack/bolt with an empty 200, once each', async () => {
+    let n = 0;
+    // Slack's ids and URLs have formats the SDK types as plain strings.
+    const ids = {
+      trigger_id: () => `${now}.${++n}.${randomUUID().replace(/-/g, '')}`,
+      response_url: () => `https://hooks.slack.com/actions/T0001/${n}/${randomUUID()}`,
+      action_ts: () => ts,
+      message_ts: () => ts,
+      ts: () => ts,
+      team: () => ({ id: 'T0001', domain: 'acme' }),
+    };
+    const example = (type: Parameters<TypeExamples['example']>[0], extra = {}) =>
+      bolt.example(type, { ...ids, ...extra }) as Record<string, unknown>;
+    const interaction = (name: string, payload: object) =>
+      formDelivery(name, { payload: JSON.stringify(payload) });
+    const deliveries: Delivery[] = [];
+    for (const command of bolt.variants('Command'))
+      deliveries.push(formDelivery('slash_command', example(command) as Record<string, string>));
+    const [blockAction] = bolt.variants('BlockAction');
+    for (const element of bolt.variants('Element')) {
+      const action = example(element);
+      deliveries.push(
+        interaction(
+          `block_actions/${String(action.type)}`,
+          example(blockAction!, { actions: () => [action] }),
+        ),
+      );
+    }
+    for (const variant of [...bolt.variants('Shortcut'), ...bolt.variants('ViewAction')]) {
+      const payload = example(variant);
+      deliveries.push(interaction(String(payload.type), payload));
+    }
+    assert.ok(deliveries.length >= 20, `@slack/bolt declares ${deliveries.length} payloads`);
+    const accepted = await requestCount(receiver(), 'slack', 'accepted');
+    const duplicate = await requestCount(receiver(), 'slack', 'duplicate');
+    const first = await sendAll(receiver(), deliveries);
+    const again = await sendAll(receiver(), deliveries);
+    report('Slack commands and interactivity', first);
+    assertAll2xx([...first, ...again]);
+    assert.deepEqual(
+      [...first, ...again]
+        .filter((a) => a.status !== 200 || Object.keys(a.body).length > 0)
+        .map((a) => a.delivery.name),
+      [],
+      'every answer is an empty 200 (Slack shows a body to the person)',
+    );
+    assert.equal(await requestCount(receiver(), 'slack', 'accepted'), accepted + deliveries.length);
+    assert.equal(await requestCount(receiver(), 'slack', 'duplicate'), duplicate + deliveries.length);
   });
 });

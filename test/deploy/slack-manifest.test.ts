@@ -1,7 +1,7 @@
 // deploy/slack-app-manifest.yaml against the code: it parses, points Slack at the receiver's Slack
 // endpoint, subscribes to the event types the Slack provider answers and to nothing else, and asks
-// for exactly the bot scopes those events and the Slack target's calls need (docs/slack.md says why
-// each one is there).
+// for exactly the bot scopes those events, the slash commands and the Slack target's calls need, and
+// sends commands and interactivity to the same endpoint (docs/slack.md says why each one is there).
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -29,13 +29,20 @@ const EVENT_SCOPES: Record<string, string> = {
  */
 const TARGET_SCOPES = ['chat:write', 'channels:history', 'groups:history', 'im:history', 'mpim:history'];
 
+/** Slash commands need `commands` (https://docs.slack.dev/interactivity/implementing-slash-commands). */
+const COMMAND_SCOPES = ['commands'];
+
 interface Manifest {
   features: {
     app_home?: { messages_tab_enabled?: boolean; messages_tab_read_only_enabled?: boolean };
     bot_user?: { display_name?: string };
+    slash_commands?: { command: string; url: string; description: string }[];
   };
   oauth_config: { scopes: { bot?: string[]; user?: string[] } };
-  settings: { event_subscriptions: { request_url: string; bot_events: string[]; user_events?: string[] } };
+  settings: {
+    event_subscriptions: { request_url: string; bot_events: string[]; user_events?: string[] };
+    interactivity?: { is_enabled: boolean; request_url: string };
+  };
 }
 
 describe('the Slack app manifest (deploy/slack-app-manifest.yaml)', () => {
@@ -68,9 +75,24 @@ describe('the Slack app manifest (deploy/slack-app-manifest.yaml)', () => {
 
   it('asks for exactly the bot scopes its events and the Slack target need, and no user scope', () => {
     for (const event of events) assert.ok(EVENT_SCOPES[event], `a known bot event: ${event}`);
-    const needed = new Set([...events.map((event) => EVENT_SCOPES[event]!), ...TARGET_SCOPES]);
+    const needed = new Set([
+      ...events.map((event) => EVENT_SCOPES[event]!),
+      ...TARGET_SCOPES,
+      ...COMMAND_SCOPES,
+    ]);
     assert.deepEqual([...scopes].sort(), [...needed].sort());
     assert.equal(new Set(scopes).size, scopes.length, 'each scope once');
     assert.equal(manifest.oauth_config.scopes.user, undefined, 'no user scopes');
+  });
+
+  it('sends its slash commands and interactivity to the same endpoint as its events', () => {
+    const commands = manifest.features.slash_commands ?? [];
+    assert.ok(commands.length > 0, 'at least one slash command');
+    for (const command of commands) {
+      assert.match(command.command, /^\/[a-z0-9_-]+$/, 'a command is / and a lower-case name');
+      assert.equal(command.url, requestUrl, command.command);
+      assert.ok(command.description);
+    }
+    assert.deepEqual(manifest.settings.interactivity, { is_enabled: true, request_url: requestUrl });
   });
 });

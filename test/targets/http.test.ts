@@ -6,16 +6,17 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { WorkflowFailedError } from '@temporalio/client';
+import { type ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Config } from '../../src/config';
 import type { InboundEvent } from '../../src/providers/types';
 
+import { reprocessUpdate } from '../../workflows/messages';
 import { FailedStep } from '../../workflows/search-attributes';
 import { FakeOrders } from '../helpers/fakes/orders';
-import { operatorDecides } from '../helpers/operators';
+import { operatorDecides, sealFor, staffOperators } from '../helpers/operators';
 import { timeSkipping } from '../helpers/servers';
-import { startTestWorker, testConfig, uniqueId } from '../helpers/system';
+import { FAST_POLICY, startTestWorker, testConfig, uniqueId } from '../helpers/system';
 import { effectRows, startEvent, waitForState } from '../helpers/workflows';
 import { stripeRefund } from './harness';
 
@@ -246,21 +247,67 @@ describe('configured routes and generic HTTP targets through the event workflow'
     assert.equal(orders.posts('orders').filter((p) => p.body.order === order).length, 0);
   });
 
-  it('fails an event a matching route cannot map, naming the route and the missing field', async () => {
+  it('parks an event a matching route cannot map as failed, naming the route and field; a reprocess with the same routes fails it again', async () => {
+    const sentBefore = orders.posts('orders').length;
+    const event = stripeEvent('refund.created', { id: uniqueId('re_'), status: 'succeeded', metadata: {} });
+    const handle = await start(event);
+    const failed = await waitForState(handle, 'failed');
+    const named = 'route refund-to-orders: field data.object.metadata.shop is missing from the event';
+    assert.deepEqual(
+      [failed.step, failed.lastErrorClass, failed.lastError, failed.recommendedAction, failed.hold],
+      [
+        'planEffects',
+        'route_mapping',
+        `${named} (businessKey)`,
+        `${named}; fix ROUTES_FILE, restart the workers, then reprocess`,
+        'plan:1',
+      ],
+    );
+    assert.equal((await handle.describe()).typedSearchAttributes.get(FailedStep), 'planEffects');
+
+    // The routes are unchanged: planned again, it fails again, at a new hold.
+    const stale = sealFor(
+      (await staffOperators()).asker.account,
+      { workflowId: handle.workflowId, reason: 'fixed?' },
+      {
+        decision: 'reprocess',
+        hold: 'plan:1',
+      },
+    );
+    assert.equal(await operatorDecides(handle, 'reprocess', { reason: 'try again' }), 'Accepted: reprocess');
+    const again = await waitForState(handle, 'failed');
+    assert.equal(again.hold, 'plan:2');
+    assert.equal(
+      await handle.executeUpdate(reprocessUpdate, { args: [stale] }),
+      'Rejected: this decision answers hold plan:1, but the item is at hold plan:2: look at it again',
+    );
+    assert.equal(
+      await operatorDecides(handle, 'resolve', { action: 'mark-sent', externalId: 'x', reason: 'sent?' }),
+      'Rejected: nothing was planned, so nothing was sent: reprocess once the route is fixed, or discard',
+    );
+    assert.equal(
+      await operatorDecides(handle, 'resolve', { action: 'discard', reason: 'refund done by hand' }),
+      'Accepted: discard',
+    );
+    const result = await handle.result();
+    assert.equal(result.state, 'discarded');
+    assert.equal(result.effects.length, 0);
+    assert.equal(orders.posts('orders').length, sentBefore);
+  });
+
+  it('fails the workflow when nobody decides on a failed plan within the park time', async () => {
     const event = stripeEvent('refund.created', { id: uniqueId('re_'), status: 'succeeded', metadata: {} });
     const failure = await run(event).then(
       () => assert.fail('expected the workflow to fail'),
       (err: unknown) => err,
     );
     assert.ok(failure instanceof WorkflowFailedError);
-    // The activity's ApplicationFailure, wrapped in an ActivityFailure or not depending on whether it
-    // ran as a local activity: the operator sees the innermost message either way.
-    let cause: Error | undefined = failure.cause;
-    while (cause && (cause as Error & { cause?: Error }).cause)
-      cause = (cause as Error & { cause?: Error }).cause;
     assert.match(
-      cause?.message ?? '',
-      /route refund-to-orders: .*needs \{data\.object\.metadata\.(shop|order)\}/,
+      failure.cause?.message ?? '',
+      /route refund-to-orders: field data\.object\.metadata\.shop is missing/,
     );
+    assert.equal((failure.cause as ApplicationFailure | undefined)?.type, 'EffectFailed');
+    const { startTime, closeTime } = await env.client.workflow.getHandle(event.workflowId).describe();
+    assert.ok(closeTime!.getTime() - startTime.getTime() >= FAST_POLICY.failedParkMs, 'waited the park time');
   });
 });

@@ -108,7 +108,9 @@ describe('route file', () => {
       () => configuredPlans(set, event),
       (err: Error) =>
         err instanceof RouteMappingError &&
-        /route refunds: businessKey needs \{data\.object\.metadata\.shop\}/.test(err.message),
+        err.message ===
+          'route refunds: field data.object.metadata.shop is missing from the event (businessKey)' &&
+        err.failure.field === 'data.object.metadata.shop',
     );
   });
 
@@ -188,18 +190,19 @@ routes:
     });
   });
 
-  it('registers Slack, LINE and GitHub only when their credentials are set', () => {
+  it('registers Slack, Slack response URLs, LINE and GitHub only when their credentials are set', () => {
     const none = createTargets(testConfig({ SANDBOX_ENABLED: 'false' }));
     assert.equal(none.size, 0);
     const all = createTargets(
       testConfig({
         SANDBOX_ENABLED: 'false',
         SLACK_BOT_TOKEN: 'x',
+        SLACK_SIGNING_SECRET: 's',
         LINE_CHANNEL_ACCESS_TOKEN: 'y',
         GITHUB_TOKEN: 'z',
       }),
     );
-    assert.deepEqual([...all.keys()].sort(), ['github', 'line', 'slack']);
+    assert.deepEqual([...all.keys()].sort(), ['github', 'line', 'slack', 'slack-response']);
   });
 
   it('stops the worker at start, before connecting, when routes name targets it has not configured', async () => {

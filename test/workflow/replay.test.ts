@@ -22,6 +22,7 @@ describe('workflow histories replay against the current code', () => {
     'held-mark-sent',
     'held-resend-approved',
     'failed-reprocessed',
+    'mapping-failed-reprocessed',
     'held-discarded-by-signal',
     'contended-earlier',
     'contended-later',
