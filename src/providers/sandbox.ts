@@ -40,10 +40,14 @@ export const sandboxSlashCommandSchema = z.object({
   text: z.string().max(4000),
 });
 
-/** A click on a button the bot sent in blocks: Slack's interactivity `block_actions`. */
+/**
+ * A click on a button the bot sent in blocks: Slack's interactivity `block_actions`; `text` is the
+ * button's value, else its label, as src/providers/slack-interactions.ts gives it.
+ */
 export const sandboxBlockActionsSchema = z.object({
   type: z.literal('block_actions'),
   ...chatFields,
+  text: z.string().max(4000).default(''),
   action: z.object({
     actionId: z.string().min(1).max(255),
     blockId: z.string().max(255).optional(),
@@ -147,9 +151,8 @@ export function sandboxProvider(secret: string): WebhookProvider<ProviderResult>
       };
       if (isChatEvent(body)) {
         // As the real providers give them: a command's text is its arguments (Slack), a postback's
-        // its data (src/providers/line.ts); a button carries none.
-        const text =
-          body.type === 'postback' ? body.postback.data : body.type === 'block_actions' ? '' : body.text;
+        // its data (src/providers/line.ts).
+        const text = body.type === 'postback' ? body.postback.data : body.text;
         event.message = { id: body.messageId, text, user: body.user };
         event.replyTo = {
           target: body.target,

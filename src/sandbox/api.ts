@@ -251,7 +251,7 @@ export function sandboxRouter(options: SandboxOptions): express.Router {
     const { conversationId, label, mode, ...rest } = parsed.data;
     const event =
       rest.type === 'block_actions'
-        ? { type: rest.type, action: rest.action, target: mode }
+        ? { type: rest.type, action: rest.action, text: rest.action.value ?? label, target: mode }
         : { type: rest.type, postback: rest.postback, target: mode };
     await sendChatEvent(res, conversationId, label, event);
   });

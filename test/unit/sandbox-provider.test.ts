@@ -135,9 +135,9 @@ describe('sandbox events as the bot sees them (the providers it plays)', () => {
 
   it('gives a button click its action id, block id and value (block_actions)', () => {
     const action = { actionId: 'approve', blockId: 'b1', value: 'order-7' };
-    const { bot } = botEventOf({ ...chat, type: 'block_actions', action });
+    const { bot } = botEventOf({ ...chat, type: 'block_actions', action, text: 'order-7' });
     assert.equal(bot.eventType, 'block_actions');
-    assert.equal(bot.text, '');
+    assert.equal(bot.text, 'order-7');
     assert.deepEqual(bot.slack?.action, action);
   });
 
