@@ -112,6 +112,7 @@ describe('sandbox page: rich replies and what a person does with them (Chromium)
       blockId: 'order-actions',
       value: 'order-7',
     });
+    assert.equal(event.text, 'order-7', 'the value, as Slack interactions give it');
     assert.equal(event.conversationId, conversationId);
   });
 
