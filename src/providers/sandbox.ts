@@ -15,10 +15,10 @@ const sandboxId = z.string().regex(/^[\w-]{1,64}$/, 'letters, digits, - and _, a
 export const SANDBOX_STYLES = ['slack', 'line'] as const;
 export type SandboxStyle = (typeof SANDBOX_STYLES)[number];
 
-/** What every chat event of the page carries: the conversation, its own id, who answers, when. */
+/** What every chat event of the page carries: the conversation and its own id, … */
+const chatIds = { conversationId: sandboxId, messageId: sandboxId };
+/** … and who wrote it, who answers, when. (Parsed in this order: the Web UI shows the text near the top.) */
 const chatFields = {
-  conversationId: sandboxId,
-  messageId: sandboxId,
   user: z.string().max(64).optional(),
   /** Which flavour of the sandbox target answers (what it promises on an unknown outcome). */
   target: z.enum(SANDBOX_MODES).default('sandbox'),
@@ -27,17 +27,19 @@ const chatFields = {
 
 export const sandboxMessageSchema = z.object({
   type: z.literal('message'),
-  ...chatFields,
+  ...chatIds,
   text: z.string().min(1).max(4000),
+  ...chatFields,
   style: z.enum(SANDBOX_STYLES).default('slack'),
 });
 
 /** `/weather tokyo` typed in a Slack-style chat: Slack's slash command, `text` its arguments. */
 export const sandboxSlashCommandSchema = z.object({
   type: z.literal('slash_command'),
-  ...chatFields,
+  ...chatIds,
   command: z.string().regex(/^\/[\w-]{1,32}$/, 'a slash and a name, e.g. /weather'),
   text: z.string().max(4000),
+  ...chatFields,
 });
 
 /**
@@ -46,23 +48,25 @@ export const sandboxSlashCommandSchema = z.object({
  */
 export const sandboxBlockActionsSchema = z.object({
   type: z.literal('block_actions'),
-  ...chatFields,
+  ...chatIds,
   text: z.string().max(4000).default(''),
   action: z.object({
     actionId: z.string().min(1).max(255),
     blockId: z.string().max(255).optional(),
     value: z.string().max(2000).optional(),
   }),
+  ...chatFields,
 });
 
 /** A tap on a quick reply chip whose action is a postback: LINE's `postback` event. */
 export const sandboxPostbackSchema = z.object({
   type: z.literal('postback'),
-  ...chatFields,
+  ...chatIds,
   postback: z.object({
     data: z.string().min(1).max(300),
     params: z.record(z.string(), z.string()).optional(),
   }),
+  ...chatFields,
 });
 
 /** The person asks for a human (`handoff`) or ends the chat (`close`): state changes, no reply. */
