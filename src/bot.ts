@@ -75,6 +75,7 @@ export const botEventSchema = z
           .object({ actionId: z.string(), blockId: z.string().optional(), value: z.string().optional() })
           .optional(),
         view: z.object({ callbackId: z.string().optional(), values: z.unknown().optional() }).optional(),
+        shortcut: z.object({ callbackId: z.string() }).optional(),
       })
       .optional(),
     line: z
@@ -120,6 +121,7 @@ const lineMessageObject = z.looseObject({
     'imagemap',
     'template',
     'flex',
+    'coupon',
   ]),
   quickReply: z
     .looseObject({
@@ -153,6 +155,8 @@ export const botMessageSchema = z
 
 export type BotMessage = z.infer<typeof botMessageSchema>;
 
+const TOO_MANY = `at most ${BOT_MESSAGES_MAX} messages per answer (LINE's limit per reply)`;
+
 /**
  * What the bot answers: `null` (no reply), one message, an array of them, or `{ "messages": [...] }`.
  * Several messages are sent in order, each under the send protocol of its own.
@@ -160,8 +164,8 @@ export type BotMessage = z.infer<typeof botMessageSchema>;
 export const botReplySchema = z
   .union([
     z.null(),
-    z.array(botMessageSchema).max(BOT_MESSAGES_MAX),
-    z.strictObject({ messages: z.array(botMessageSchema).max(BOT_MESSAGES_MAX) }),
+    z.array(botMessageSchema).max(BOT_MESSAGES_MAX, TOO_MANY),
+    z.strictObject({ messages: z.array(botMessageSchema).max(BOT_MESSAGES_MAX, TOO_MANY) }),
     botMessageSchema,
   ])
   .meta({ id: 'BotReply' });

@@ -71,7 +71,9 @@ function runRole(role: 'all' | 'receiver' | 'worker') {
       const { stack } = debugStack(logger, err);
       if (stack) console.error(stack);
       // A bad route file is bad configuration, refused before anything started.
-      process.exit(err instanceof RouteFileError ? EXIT.badInput : EXIT.notDone);
+      process.exit(
+        err instanceof RouteFileError || err instanceof ConfigError ? EXIT.badInput : EXIT.notDone,
+      );
     }
     const { urls } = running;
     const lines = [

@@ -42,11 +42,7 @@ export function targetFamily(target: string): TargetFamily {
 export function prepareAnswer(reply: unknown, target: string): PreparedReply {
   const parsed = botReplySchema.safeParse(reply === undefined ? null : reply);
   if (!parsed.success)
-    throw new PermanentResponderError(
-      `the answer is not a reply (docs/responders.md): ${parsed.error.issues
-        .map((i) => `${i.path.join('.') || '(answer)'}: ${i.message}`)
-        .join('; ')}`,
-    );
+    throw new PermanentResponderError(`the answer is not a reply (docs/responders.md): ${whyNot(reply)}`);
   const answer = parsed.data as BotReply;
   const messages = listOf(answer).filter((m) => !isEmpty(m));
   if (messages.length === 0) return { text: null };
@@ -61,6 +57,23 @@ export function prepareAnswer(reply: unknown, target: string): PreparedReply {
   if (messages.length === 1 && isPlainText(messages[0]!)) return { text: messages[0]!.text! };
   if (family === 'line') return { text: null, messages: [{ line: messages.map(lineMessage) }] };
   return { text: null, messages: messages.map((m) => body(m, family)) };
+}
+
+/**
+ * What is wrong with an answer, told by the shape it has (a union's own error says only that no
+ * shape matched): the list, the `messages` object, or the one message.
+ */
+function whyNot(reply: unknown): string {
+  const shape = Array.isArray(reply)
+    ? botReplySchema.options[1]
+    : typeof reply === 'object' && reply !== null && 'messages' in reply
+      ? botReplySchema.options[2]
+      : typeof reply === 'object' && reply !== null
+        ? botReplySchema.options[3]
+        : undefined;
+  const issues = shape?.safeParse(reply).error?.issues;
+  if (!issues?.length) return 'expected null, a message object, a list of them, or { "messages": [...] }';
+  return issues.map((i) => `${i.path.join('.') || '(answer)'}: ${i.message}`).join('; ');
 }
 
 function listOf(answer: BotReply): BotMessage[] {
@@ -129,6 +142,7 @@ const LINE_REQUIRED = {
   imagemap: ['baseUrl', 'altText', 'baseSize', 'actions'],
   template: ['altText', 'template'],
   flex: ['altText', 'contents'],
+  coupon: ['couponId'],
 } as const satisfies {
   [T in LineMessageType]: readonly (keyof Extract<messagingApi.Message, { type: T }>)[];
 };

@@ -5,6 +5,26 @@ import type { BotEvent, BotReply } from 'replyflow';
 export async function respond(event: BotEvent): Promise<BotReply> {
   const text = event.text;
   if (text.includes('quiet')) return null;
+  // A LINE postback: a quick reply and a flex card, in one reply.
+  if (event.line?.postback) {
+    const { data, params } = event.line.postback;
+    return [
+      {
+        text: `You chose ${data}${params?.date ? ` for ${params.date}` : ''}`,
+        quickReply: {
+          items: [{ type: 'action', action: { type: 'message', label: 'Again', text: 'again' } }],
+        },
+      },
+      {
+        type: 'flex',
+        altText: 'Opening hours',
+        contents: {
+          type: 'bubble',
+          body: { type: 'box', layout: 'vertical', contents: [{ type: 'text', text: '9:00-18:00' }] },
+        },
+      },
+    ];
+  }
   if (text.includes('three')) {
     return [
       {

@@ -10,14 +10,17 @@ import type { ReceiverHandle } from '../../src/receiver';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import type { EventResult } from '../../workflows/run-view';
 import { eventually } from '../helpers/eventually';
+import { FakeLine } from '../helpers/fakes/line';
 import { FakeSlack, slackError } from '../helpers/fakes/slack';
 import { operatorDecides } from '../helpers/operators';
 import { startTestReceiver } from '../helpers/receiver';
 import { devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
 import { startTestWorker, testConfig, uniqueId } from '../helpers/system';
 import { effectRows } from '../helpers/workflows';
+import { linePostbackRequest } from '../targets/harness';
 
 const SIGNING_SECRET = 'bot-replies-test-signing-secret';
+const LINE_SECRET = 'bot-replies-test-line-channel-secret';
 const BOT = 'UBOT0002';
 const PERSON = 'UPERSON02';
 const TEAM = 'T0BOTREPLY';
@@ -48,6 +51,7 @@ function envelope(event: object): string {
 describe('A bot module answers through the reply contract (receiver, dev server, PostgreSQL, fake Slack)', function () {
   this.timeout(120_000);
   let slack: FakeSlack;
+  let line: FakeLine;
   let receiver: ReceiverHandle;
   let temporal: TemporalClient;
   let worker: { stop(): Promise<void> } | undefined;
@@ -55,7 +59,11 @@ describe('A bot module answers through the reply contract (receiver, dev server,
   before(async () => {
     const server = await devServer();
     slack = await new FakeSlack().start();
+    line = await new FakeLine().start();
     const config = testConfig({
+      LINE_CHANNEL_SECRET: LINE_SECRET,
+      LINE_CHANNEL_ACCESS_TOKEN: line.channelAccessToken,
+      LINE_API_URL: line.url,
       SLACK_SIGNING_SECRET: SIGNING_SECRET,
       SLACK_BOT_TOKEN: slack.token,
       SLACK_API_URL: `${slack.url}/api/`,
@@ -70,6 +78,7 @@ describe('A bot module answers through the reply contract (receiver, dev server,
     await receiver?.stop();
     await temporal?.close();
     await slack?.stop();
+    await line?.stop();
   });
 
   /** Delivers a mention as Slack does; @returns its workflow's handle once acknowledged. */
@@ -183,5 +192,34 @@ describe('A bot module answers through the reply contract (receiver, dev server,
     assert.equal(status.step, 'prepareReply');
     assert.match(status.lastError ?? '', /messages\.0: type and quickReply are LINE fields/);
     assert.equal(postsIn(channel).length, 0);
+  });
+
+  it('answers a LINE postback with a quick reply and a flex card in one reply, once', async () => {
+    const to = uniqueId('U');
+    const { replyToken } = line.replyToken(to);
+    const request = linePostbackRequest(LINE_SECRET, to, replyToken, {
+      data: 'day=pick',
+      params: { date: '2026-12-24' },
+    });
+    const post = () =>
+      fetch(`${receiver.url}/webhooks/line`, { method: 'POST', headers: request.headers, body: request.body });
+    const first = await post();
+    assert.equal(first.status, 202);
+    const { workflowId } = (await first.json()) as { workflowId: string };
+    assert.equal((await temporal.client.workflow.getHandle(workflowId).result()).state, 'succeeded');
+    // LINE delivers it again (no ack seen): a duplicate, not a second reply.
+    assert.equal((await post()).status, 200);
+    const replies = line.replies().filter((r) => r.body.replyToken === replyToken);
+    assert.equal(replies.length, 1);
+    const messages = replies[0]!.body.messages as { type: string; text?: string; quickReply?: unknown }[];
+    assert.deepEqual(
+      messages.map((m) => [m.type, m.text]),
+      [
+        ['text', 'You chose day=pick for 2026-12-24'],
+        ['flex', undefined],
+      ],
+    );
+    assert.ok(messages[0]!.quickReply, 'the quick reply went with the text');
+    assert.equal(line.deliveredTo(to).length, 1);
   });
 });

@@ -15,7 +15,15 @@ import { PermanentResponderError } from '../../src/responders/types';
 
 // The interface bots import and the schema the JSON Schema comes from describe the same object.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
-const sameShape: Same<BotEvent, z.infer<typeof botEventSchema>> = true;
+type Schema = z.infer<typeof botEventSchema>;
+type Keys<T> = keyof NonNullable<T>;
+const sameShape: [
+  Same<BotEvent, Schema>,
+  Same<Keys<BotEvent>, Keys<Schema>>,
+  Same<Keys<BotEvent['slack']>, Keys<Schema['slack']>>,
+  Same<Keys<BotEvent['line']>, Keys<Schema['line']>>,
+  Same<Keys<BotEvent['github']>, Keys<Schema['github']>>,
+] = [true, true, true, true, true];
 
 const ROOT = path.resolve(__dirname, '../..');
 const committed = (file: string) => JSON.parse(readFileSync(path.join(ROOT, file), 'utf8')) as object;

@@ -46,7 +46,10 @@ describe('a LINE answer (prepareAnswer for the line target)', () => {
 
   it('refuses six messages: more than one reply carries', () => {
     const six = Array.from({ length: 6 }, (_, i) => ({ type: 'text', text: `part ${i}` }));
-    assert.match(problemsOf({ messages: six }), /6 messages, LINE takes at most 5 per reply/);
+    assert.match(
+      problemsOf({ messages: six }),
+      /messages: at most 5 messages per answer \(LINE's limit per reply\)/,
+    );
     assert.match(problemsOf(six), /not a reply/);
   });
 
