@@ -43,9 +43,11 @@ export async function purge(
       const events = options.dryRun
         ? 'SELECT count(*)::int AS n FROM events WHERE received_at < $1 AND payload_ref IS NOT NULL'
         : 'WITH p AS (UPDATE events SET payload_ref = NULL WHERE received_at < $1 AND payload_ref IS NOT NULL RETURNING 1) SELECT count(*)::int AS n FROM p';
+      // A reply's blocks and LINE message objects are its words too.
+      const sandboxWords = `created_at < $1 AND (text <> '' OR slack IS NOT NULL OR line IS NOT NULL)`;
       const sandbox = options.dryRun
-        ? `SELECT count(*)::int AS n FROM sandbox_messages WHERE created_at < $1 AND text <> ''`
-        : `WITH p AS (UPDATE sandbox_messages SET text = '' WHERE created_at < $1 AND text <> '' RETURNING 1) SELECT count(*)::int AS n FROM p`;
+        ? `SELECT count(*)::int AS n FROM sandbox_messages WHERE ${sandboxWords}`
+        : `WITH p AS (UPDATE sandbox_messages SET text = '', slack = NULL, line = NULL WHERE ${sandboxWords} RETURNING 1) SELECT count(*)::int AS n FROM p`;
       const purgedEvents = await client.query<{ n: number }>(events, [cutoff]);
       const purgedSandbox = await client.query<{ n: number }>(sandbox, [cutoff]);
       await client.query(options.dryRun ? 'ROLLBACK' : 'COMMIT');

@@ -2,7 +2,7 @@
 // that a route waiting for one that never comes is refused before it runs. The SDK providers' lists
 // are generated from the conformance corpora (src/providers/sdk-event-types.ts); the sandbox's come
 // from its own schema; Standard Webhooks senders name their own types (`std.<source>`: any).
-import { sandboxConversationEventSchema, sandboxMessageSchema } from './sandbox';
+import { SANDBOX_EVENT_TYPES } from './sandbox';
 import { SDK_EVENT_TYPES } from './sdk-event-types';
 
 /** Ends an entry that stands for any suffix: GitHub's repository_dispatch carries the sender's own action. */
@@ -14,7 +14,7 @@ export const EVENT_TYPES: Readonly<Record<string, readonly string[]>> = {
   line: SDK_EVENT_TYPES.line,
   github: SDK_EVENT_TYPES.github,
   stripe: SDK_EVENT_TYPES.stripe,
-  sandbox: [sandboxMessageSchema.shape.type.value, ...sandboxConversationEventSchema.shape.type.options],
+  sandbox: SANDBOX_EVENT_TYPES,
 };
 
 /** The Standard Webhooks providers: `std.<source>`, one per configured source. */

@@ -19,12 +19,19 @@ const GITHUB_TEXT_MAX = 65_536;
 /** Fields that belong to Slack's message shape (src/bot.ts). */
 const SLACK_FIELDS = ['blocks', 'where', 'response_type', 'replace_original'] as const;
 
-export type TargetFamily = 'slack' | 'line' | 'other';
+/** Fields that belong to LINE's message objects. */
+const LINE_FIELDS = ['type', 'quickReply'] as const;
 
-/** Which message shape a target takes: Slack's, LINE's, or plain text (GitHub, the sandbox, HTTP). */
+export type TargetFamily = 'slack' | 'line' | 'sandbox' | 'other';
+
+/**
+ * Which message shape a target takes: Slack's, LINE's, either (the sandbox shows both, so that one
+ * bot can be tried in both shapes), or plain text (GitHub, HTTP).
+ */
 export function targetFamily(target: string): TargetFamily {
   if (target === 'slack' || target.startsWith('slack-')) return 'slack';
   if (target === 'line') return 'line';
+  if (target === 'sandbox' || target.startsWith('sandbox-')) return 'sandbox';
   return 'other';
 }
 
@@ -100,8 +107,18 @@ function check(m: BotMessage, family: TargetFamily): string[] {
         problems.push(`text is longer than LINE's ${LINE_TEXT_MAX} characters`);
       problems.push(...lineProblems(m));
       break;
+    case 'sandbox': {
+      const slackStyle = SLACK_FIELDS.some(has);
+      const lineStyle = LINE_FIELDS.some(has);
+      if (slackStyle && lineStyle)
+        problems.push('a message is Slack-style (blocks, …) or LINE-style (type, quickReply), not both');
+      else if (slackStyle) problems.push(...check(m, 'slack'));
+      else if (lineStyle) problems.push(...check(m, 'line'));
+      else if (!m.text) problems.push('the message needs text');
+      break;
+    }
     case 'other':
-      for (const k of [...SLACK_FIELDS, 'type', 'quickReply'])
+      for (const k of [...SLACK_FIELDS, ...LINE_FIELDS])
         if (has(k)) problems.push(`${k} is not something this target sends (text only)`);
       if (!m.text) problems.push('the message needs text');
       if (m.text && m.text.length > GITHUB_TEXT_MAX)
@@ -180,8 +197,13 @@ function lineProblems(m: BotMessage): string[] {
   return problems;
 }
 
+/** One message's body. The sandbox takes either shape: LINE's as one message object, as LINE sends it. */
 function body(m: BotMessage, family: TargetFamily): MessageBody {
-  if (family !== 'slack') return { text: m.text };
+  const has = (k: string) => (m as Record<string, unknown>)[k] !== undefined;
+  if (family === 'sandbox' && LINE_FIELDS.some(has))
+    return { ...(m.text ? { text: m.text } : {}), line: [lineMessage(m)] };
+  const slackStyle = family === 'slack' || (family === 'sandbox' && SLACK_FIELDS.some(has));
+  if (!slackStyle) return { text: m.text };
   const slack: NonNullable<MessageBody['slack']> = {};
   if (m.blocks) slack.blocks = m.blocks;
   if (m.where) slack.where = m.where;

@@ -2,6 +2,7 @@
 // a module (RESPONDER_MODULE) and, as JSON, for a service (RESPONDER_URL). The fields of the request
 // RESPONDER_URL received before (provider, eventId, conversationId, messageId, text) keep their names.
 import type { BotEvent } from '../bot';
+import { isChatEvent, type SandboxEvent, sandboxStyle } from '../providers/sandbox';
 import type { InboundEvent } from '../providers/types';
 
 type Loose = Record<string, unknown> | undefined;
@@ -58,6 +59,9 @@ export function toBotEvent(event: InboundEvent): BotEvent {
       if (repository) bot.github = { repository, ...(typeof issue === 'number' ? { issue } : {}) };
       break;
     }
+    case 'sandbox':
+      sandboxFields(bot, event.payload as SandboxEvent);
+      break;
   }
   return bot;
 }
@@ -116,4 +120,24 @@ function withoutCapabilities(payload: Loose): unknown {
   if (!payload) return payload;
   const { response_url: _url, response_urls: _urls, ...rest } = payload;
   return rest;
+}
+
+/** The sandbox as the provider it plays (SandboxStyle): the same fields a real Slack or LINE event gives. */
+function sandboxFields(bot: BotEvent, event: SandboxEvent): void {
+  if (!isChatEvent(event)) return;
+  if (sandboxStyle(event) === 'line') {
+    bot.line = {
+      source: { type: 'user', ...(event.user ? { userId: event.user } : {}) },
+      ...(event.type === 'postback' ? { postback: event.postback } : {}),
+    };
+    // As from LINE: a postback carries no message of its own.
+    if (event.type === 'postback') delete bot.messageId;
+    return;
+  }
+  bot.slack = {
+    team: 'sandbox',
+    channel: event.conversationId,
+    ...(event.type === 'slash_command' ? { command: event.command } : {}),
+    ...(event.type === 'block_actions' ? { action: event.action } : {}),
+  };
 }

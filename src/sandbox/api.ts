@@ -10,6 +10,12 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { z } from 'zod';
 import type { Pool } from '../db/pool';
 import { SANDBOX_MODES } from '../model';
+import {
+  SANDBOX_STYLES,
+  type SandboxChatEvent,
+  sandboxBlockActionsSchema,
+  sandboxPostbackSchema,
+} from '../providers/sandbox';
 import { signStandardWebhook } from '../providers/standard-webhooks';
 import { SANDBOX_CONSISTENCY_DELAY_MS } from '../targets/sandbox';
 import { sandboxPage } from './page';
@@ -41,17 +47,56 @@ export interface SandboxOptions {
 }
 
 const idPattern = /^[\w-]{1,64}$/;
-const replySchema = z.object({
-  conversationId: z.string().regex(idPattern),
-  text: z.string().min(1).max(8000),
-  reference: z.string().min(1).max(200),
-  mode: z.enum(SANDBOX_MODES),
-});
+/** A reply: text, and the Slack fields or LINE message objects the page shows (src/bot.ts shapes). */
+const replySchema = z
+  .object({
+    conversationId: z.string().regex(idPattern),
+    text: z.string().max(8000),
+    slack: z
+      .looseObject({
+        blocks: z
+          .array(z.looseObject({ type: z.string().min(1) }))
+          .max(50)
+          .optional(),
+      })
+      .optional(),
+    line: z
+      .array(z.looseObject({ type: z.string().min(1) }))
+      .min(1)
+      .max(5)
+      .optional(),
+    reference: z.string().min(1).max(200),
+    mode: z.enum(SANDBOX_MODES),
+  })
+  .refine((r) => r.text !== '' || (r.slack?.blocks?.length ?? 0) > 0 || r.line !== undefined, {
+    message: 'a reply needs text, blocks or LINE messages',
+    path: ['text'],
+  });
 const messageSchema = z.object({
   conversationId: z.string().regex(idPattern),
   text: z.string().min(1).max(4000),
   mode: z.enum(SANDBOX_MODES).default('sandbox'),
+  style: z.enum(SANDBOX_STYLES).default('slack'),
 });
+/** A button clicked or a quick reply chip tapped on the page; `label` is what the chat shows for it. */
+const actionSchema = z.discriminatedUnion('type', [
+  z.object({
+    type: z.literal('block_actions'),
+    conversationId: z.string().regex(idPattern),
+    mode: z.enum(SANDBOX_MODES).default('sandbox'),
+    label: z.string().min(1).max(200),
+    action: sandboxBlockActionsSchema.shape.action,
+  }),
+  z.object({
+    type: z.literal('postback'),
+    conversationId: z.string().regex(idPattern),
+    mode: z.enum(SANDBOX_MODES).default('sandbox'),
+    label: z.string().min(1).max(200),
+    postback: sandboxPostbackSchema.shape.postback,
+  }),
+]);
+/** `/weather tokyo` in a Slack-style chat: the command and its arguments, as Slack sends them. */
+const SLASH_COMMAND = /^(\/[\w-]{1,32})(?:\s+([\s\S]*))?$/;
 const faultSchema = z.object({
   conversationId: z.string().regex(idPattern),
   fault: z.enum(SANDBOX_FAULTS).nullable(),
@@ -98,6 +143,11 @@ export function pageMessageId(secret: string, conversationId: string, rowId: str
   const mac = createHmac('sha256', secret).update(`${conversationId}:${rowId}`).digest('base64url');
   return `m${rowId}-${mac.slice(0, 22)}`;
 }
+
+/** Who the page's person is, to the bot (BotEvent `user`). */
+export const SANDBOX_USER = 'sandbox-user';
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
 
@@ -148,28 +198,62 @@ export function sandboxRouter(options: SandboxOptions): express.Router {
       .send(sandboxPage({ temporalUiUrl: options.temporalUiUrl, namespace: options.namespace ?? 'default' }));
   });
 
-  // The page posts here; the server signs it like a Standard Webhooks sender and delivers it.
-  router.post('/sandbox/messages', pageOnly, json, async (req: Request, res: Response) => {
-    const parsed = messageSchema.safeParse(req.body);
-    if (!parsed.success)
-      return void res.status(400).json({ error: 'invalid message', issues: parsed.error.issues });
-    const { conversationId, text, mode } = parsed.data;
+  /**
+   * Records what the person did as their message in the chat (`shown`), then delivers it as the
+   * sandbox event `event`, under an id derived from the row (pageMessageId).
+   */
+  const sendChatEvent = async (
+    res: Response,
+    conversationId: string,
+    shown: string,
+    event: DistributiveOmit<SandboxChatEvent, 'conversationId' | 'messageId' | 'sentAt'>,
+  ) => {
     const inserted = await pool.query<{ id: string }>(
-      `INSERT INTO sandbox_messages (conversation_id, author, text) VALUES ($1, 'user', $2) RETURNING id`,
-      [conversationId, text],
+      `INSERT INTO sandbox_messages (conversation_id, author, text, event_type) VALUES ($1, 'user', $2, $3) RETURNING id`,
+      [conversationId, shown, event.type],
     );
     const messageId = pageMessageId(options.webhookSecret, conversationId, inserted.rows[0]!.id);
     const body = {
-      type: 'message',
+      ...event,
       conversationId,
       messageId,
-      text,
-      target: mode,
+      user: SANDBOX_USER,
       sentAt: new Date().toISOString(),
     };
     const delivered = await deliver(sandboxEventId(conversationId, messageId), body);
     if (!delivered) return void res.status(502).json({ error: 'the receiver did not answer' });
     res.status(delivered.status).json({ messageId, receiver: delivered.answer });
+  };
+
+  // The page posts here; the server signs it like a Standard Webhooks sender and delivers it. In a
+  // Slack-style chat, `/command args` is a slash command.
+  router.post('/sandbox/messages', pageOnly, json, async (req: Request, res: Response) => {
+    const parsed = messageSchema.safeParse(req.body);
+    if (!parsed.success)
+      return void res.status(400).json({ error: 'invalid message', issues: parsed.error.issues });
+    const { conversationId, text, mode, style } = parsed.data;
+    const command = style === 'slack' ? SLASH_COMMAND.exec(text.trim()) : null;
+    if (command)
+      return sendChatEvent(res, conversationId, text, {
+        type: 'slash_command',
+        command: command[1]!,
+        text: command[2] ?? '',
+        target: mode,
+      });
+    await sendChatEvent(res, conversationId, text, { type: 'message', text, style, target: mode });
+  });
+
+  // A button of the bot's blocks (Slack's block_actions) or a quick reply chip's postback (LINE's).
+  router.post('/sandbox/actions', pageOnly, json, async (req: Request, res: Response) => {
+    const parsed = actionSchema.safeParse(req.body);
+    if (!parsed.success)
+      return void res.status(400).json({ error: 'invalid action', issues: parsed.error.issues });
+    const { conversationId, label, mode, ...rest } = parsed.data;
+    const event =
+      rest.type === 'block_actions'
+        ? { type: rest.type, action: rest.action, text: rest.action.value ?? label, target: mode }
+        : { type: rest.type, postback: rest.postback, target: mode };
+    await sendChatEvent(res, conversationId, label, event);
   });
 
   // "Ask for a person" and "End conversation": conversation events, no reply expected.
@@ -191,7 +275,8 @@ export function sandboxRouter(options: SandboxOptions): express.Router {
     const eventIdOf = (rowId: string) =>
       sandboxEventId(conversationId, pageMessageId(options.webhookSecret, conversationId, rowId));
     const { rows } = await pool.query<{ id: string; author: 'user' | 'bot' }>(
-      `SELECT id, author, text, reference, created_at AS "createdAt" FROM sandbox_messages
+      `SELECT id, author, text, slack, line, event_type AS "eventType", reference, created_at AS "createdAt"
+         FROM sandbox_messages
         WHERE conversation_id = $1 ORDER BY id`,
       [conversationId],
     );
@@ -231,7 +316,7 @@ export function sandboxRouter(options: SandboxOptions): express.Router {
     const parsed = replySchema.safeParse(req.body);
     if (!parsed.success)
       return void res.status(400).json({ error: 'invalid reply', issues: parsed.error.issues });
-    const { conversationId, text, reference, mode } = parsed.data;
+    const { conversationId, text, slack, line, reference, mode } = parsed.data;
     const key = req.get('idempotency-key');
     const fault = await takeFault(pool, conversationId);
     if (fault === 'rate-limit-429')
@@ -248,11 +333,19 @@ export function sandboxRouter(options: SandboxOptions): express.Router {
     }
     const delay = mode === 'sandbox-lookup' ? SANDBOX_CONSISTENCY_DELAY_MS : 0;
     const inserted = await pool.query<{ id: string }>(
-      `INSERT INTO sandbox_messages (conversation_id, author, text, idempotency_key, reference, visible_at)
-       VALUES ($1, 'bot', $2, $3, $4, now() + $5 * interval '1 millisecond')
+      `INSERT INTO sandbox_messages (conversation_id, author, text, slack, line, idempotency_key, reference, visible_at)
+       VALUES ($1, 'bot', $2, $3, $4, $5, $6, now() + $7 * interval '1 millisecond')
        ON CONFLICT (idempotency_key) DO UPDATE SET idempotency_key = EXCLUDED.idempotency_key
        RETURNING id`,
-      [conversationId, text, mode === 'sandbox' ? key : null, reference, delay],
+      [
+        conversationId,
+        text,
+        slack ? JSON.stringify(slack) : null,
+        line ? JSON.stringify(line) : null,
+        mode === 'sandbox' ? key : null,
+        reference,
+        delay,
+      ],
     );
     const id = Number(inserted.rows[0]!.id);
     if (fault === 'drop-after-commit') return void (req.socket as Socket).destroy();

@@ -1,7 +1,8 @@
 // The sandbox target: replyflow's own demo API (served under /sandbox/api), in three flavours so a
 // newcomer can watch every unknown-outcome path: `sandbox` honours idempotency keys and answers
 // lookups, `sandbox-lookup` only answers lookups (after a consistency delay), `sandbox-blind` does
-// neither, so an unknown outcome there goes to held.
+// neither, so an unknown outcome there goes to held. A reply carries its text and, as given, the
+// Slack fields (blocks) or LINE message objects (quick replies) the sandbox page shows.
 import type { SandboxMode } from '../model';
 import { classifyStatus, classifyTransportError } from './http-errors';
 import { type TargetAdapter, TargetError } from './types';
@@ -27,9 +28,12 @@ export function sandboxTarget(mode: SandboxMode, baseUrl: string, apiToken: stri
         response = await fetch(`${base}/replies`, {
           method: 'POST',
           headers: { 'content-type': 'application/json', 'idempotency-key': effectId, authorization },
+          // The sandbox shows Slack-style and LINE-style messages both: their fields go along as given.
           body: JSON.stringify({
             conversationId: step.destination.conversationId,
             text: body.text ?? '',
+            ...(body.slack ? { slack: body.slack } : {}),
+            ...(body.line ? { line: body.line } : {}),
             reference: effectId,
             mode,
           }),

@@ -10,6 +10,7 @@ import {
   WebhookPayloadError,
   WebhookVerificationError,
 } from '../../src/providers/types';
+import { toBotEvent } from '../../src/responders/bot-event';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 
@@ -111,4 +112,64 @@ describe('Standard Webhooks verification (sandbox provider)', () => {
       },
     );
   });
+});
+
+describe('sandbox events as the bot sees them (the providers it plays)', () => {
+  const sentAt = new Date().toISOString();
+  const chat = { conversationId: 'c1', messageId: 'm1', user: 'sandbox-user', sentAt };
+  const botEventOf = (body: object) => {
+    const raw = JSON.stringify(body);
+    const result = sandboxProvider(SECRET).parse(ctx(raw, signStandardWebhook(SECRET, 'evt_3', raw)));
+    const [event] = (result as { events: InboundEvent[] }).events;
+    return { event: event!, bot: toBotEvent(event!) };
+  };
+
+  it('gives a slash command its command, and its arguments as the text, as Slack does', () => {
+    const { event, bot } = botEventOf({ ...chat, type: 'slash_command', command: '/weather', text: 'tokyo' });
+    assert.equal(bot.eventType, 'slash_command');
+    assert.equal(bot.text, 'tokyo');
+    assert.deepEqual(bot.slack, { team: 'sandbox', channel: 'c1', command: '/weather' });
+    assert.equal(bot.line, undefined);
+    assert.equal(event.replyTo?.target, 'sandbox', 'answered like any chat message');
+  });
+
+  it('gives a button click its action id, block id and value (block_actions)', () => {
+    const action = { actionId: 'approve', blockId: 'b1', value: 'order-7' };
+    const { bot } = botEventOf({ ...chat, type: 'block_actions', action, text: 'order-7' });
+    assert.equal(bot.eventType, 'block_actions');
+    assert.equal(bot.text, 'order-7');
+    assert.deepEqual(bot.slack?.action, action);
+  });
+
+  it('gives a postback its data (also as its text) and the LINE source, and no Slack fields', () => {
+    const { bot } = botEventOf({ ...chat, type: 'postback', postback: { data: 'size=M' } });
+    assert.equal(bot.eventType, 'postback');
+    assert.equal(bot.text, 'size=M', 'its text is its data, as from LINE');
+    assert.equal(bot.messageId, undefined);
+    assert.deepEqual(bot.line, {
+      source: { type: 'user', userId: 'sandbox-user' },
+      postback: { data: 'size=M' },
+    });
+    assert.equal(bot.slack, undefined);
+  });
+
+  it('plays the style a message names: Slack by default, LINE when asked', () => {
+    const slack = botEventOf({ ...chat, type: 'message', text: 'hello' }).bot;
+    assert.deepEqual(slack.slack, { team: 'sandbox', channel: 'c1' });
+    assert.equal(slack.line, undefined);
+    const line = botEventOf({ ...chat, type: 'message', text: 'size', style: 'line' }).bot;
+    assert.deepEqual(line.line, { source: { type: 'user', userId: 'sandbox-user' } });
+    assert.equal(line.slack, undefined);
+  });
+
+  for (const [name, body] of [
+    ['a command without its slash', { type: 'slash_command', command: 'weather', text: '' }],
+    ['a click without an action id', { type: 'block_actions', action: { value: 'x' } }],
+    ['a postback without data', { type: 'postback', postback: {} }],
+    ['an unknown style', { type: 'message', text: 'hi', style: 'teams' }],
+  ] as const) {
+    it(`refuses ${name} (400 with zod issues)`, () => {
+      assert.throws(() => botEventOf({ ...chat, ...body }), WebhookPayloadError);
+    });
+  }
 });
