@@ -185,6 +185,9 @@ describe('a route that cannot map an event at run time: failed, named, alerted, 
     await worker!.stop();
     writeFileSync(routeFile, routes(orders.url, 'data.object.metadata.order'));
     await startWorker();
+    // The first query after a restart may go to the stopped worker's sticky queue and time out (the
+    // operator API answers 503 then, and an operator asks again): wait until the new worker answers.
+    await waitForState(handle, 'failed');
 
     const reprocessed = await api(`${byId(workflowId)}/reprocess`, {
       method: 'POST',
