@@ -241,6 +241,16 @@ export type ResendCheck =
 export const SANDBOX_MODES = ['sandbox', 'sandbox-lookup', 'sandbox-blind'] as const;
 export type SandboxMode = (typeof SANDBOX_MODES)[number];
 
+/** Faults an operator arms for a conversation's next sandbox send (the page; the chaos injector). */
+export const SANDBOX_FAULTS = [
+  'drop-after-commit',
+  'error-500',
+  'unavailable-503',
+  'rate-limit-429',
+  'slow',
+] as const;
+export type SandboxFault = (typeof SANDBOX_FAULTS)[number];
+
 /** One role per kind of decision, so that asking for a resend and approving it stay with different people. */
 export const OPERATOR_ROLES = [
   'view',

@@ -2,6 +2,7 @@
 // window are dropped; identifiers and outcomes stay, so a late redelivery is still a duplicate.
 // Temporal's copy (ciphertext in history) goes with the namespace's retention, not here.
 import { type Pool, withClient } from '../db/pool';
+import { purgeSandboxWords } from '../db/sandbox-messages';
 import { OperatorInputError } from './errors';
 
 /** Stripe retries live events for up to 3 days; GitHub redelivers by hand within 3 days (PROVIDERS.md). */
@@ -43,19 +44,15 @@ export async function purge(
       const events = options.dryRun
         ? 'SELECT count(*)::int AS n FROM events WHERE received_at < $1 AND payload_ref IS NOT NULL'
         : 'WITH p AS (UPDATE events SET payload_ref = NULL WHERE received_at < $1 AND payload_ref IS NOT NULL RETURNING 1) SELECT count(*)::int AS n FROM p';
-      // A reply's blocks and LINE message objects are its words too.
-      const sandboxWords = `created_at < $1 AND (text <> '' OR slack IS NOT NULL OR line IS NOT NULL)`;
-      const sandbox = options.dryRun
-        ? `SELECT count(*)::int AS n FROM sandbox_messages WHERE ${sandboxWords}`
-        : `WITH p AS (UPDATE sandbox_messages SET text = '', slack = NULL, line = NULL WHERE ${sandboxWords} RETURNING 1) SELECT count(*)::int AS n FROM p`;
       const purgedEvents = await client.query<{ n: number }>(events, [cutoff]);
-      const purgedSandbox = await client.query<{ n: number }>(sandbox, [cutoff]);
+      // A reply's blocks and LINE message objects are its words too (src/db/sandbox-messages.ts).
+      const sandboxMessages = await purgeSandboxWords(client, cutoff, options.dryRun);
       await client.query(options.dryRun ? 'ROLLBACK' : 'COMMIT');
       return {
         cutoff: cutoff.toISOString(),
         dryRun: options.dryRun,
         events: purgedEvents.rows[0]!.n,
-        sandboxMessages: purgedSandbox.rows[0]!.n,
+        sandboxMessages,
       };
     } catch (err) {
       await client.query('ROLLBACK').catch(() => {});

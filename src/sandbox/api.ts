@@ -9,7 +9,9 @@ import type { Socket } from 'node:net';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { z } from 'zod';
 import type { Pool } from '../db/pool';
-import { SANDBOX_MODES } from '../model';
+import { createSandboxFaults } from '../db/sandbox-faults';
+import { createSandboxMessages } from '../db/sandbox-messages';
+import { SANDBOX_FAULTS, SANDBOX_MODES } from '../model';
 import {
   SANDBOX_STYLES,
   type SandboxChatEvent,
@@ -20,14 +22,7 @@ import { signStandardWebhook } from '../providers/standard-webhooks';
 import { SANDBOX_CONSISTENCY_DELAY_MS } from '../targets/sandbox';
 import { sandboxPage } from './page';
 
-export const SANDBOX_FAULTS = [
-  'drop-after-commit',
-  'error-500',
-  'unavailable-503',
-  'rate-limit-429',
-  'slow',
-] as const;
-export type SandboxFault = (typeof SANDBOX_FAULTS)[number];
+export { SANDBOX_FAULTS, type SandboxFault } from '../model';
 
 export interface SandboxOptions {
   pool: Pool;
@@ -171,6 +166,8 @@ function bearerMatches(req: Request, token: string): boolean {
 
 export function sandboxRouter(options: SandboxOptions): express.Router {
   const { pool } = options;
+  const messages = createSandboxMessages(pool);
+  const faults = createSandboxFaults(pool);
   const router = express.Router();
   const json = express.json({ limit: '64kb' });
   // Answered with 404, not 403: to anyone it is not for, the sandbox does not exist.
@@ -208,11 +205,8 @@ export function sandboxRouter(options: SandboxOptions): express.Router {
     shown: string,
     event: DistributiveOmit<SandboxChatEvent, 'conversationId' | 'messageId' | 'sentAt'>,
   ) => {
-    const inserted = await pool.query<{ id: string }>(
-      `INSERT INTO sandbox_messages (conversation_id, author, text, event_type) VALUES ($1, 'user', $2, $3) RETURNING id`,
-      [conversationId, shown, event.type],
-    );
-    const messageId = pageMessageId(options.webhookSecret, conversationId, inserted.rows[0]!.id);
+    const rowId = await messages.addUserMessage(conversationId, shown, event.type);
+    const messageId = pageMessageId(options.webhookSecret, conversationId, rowId);
     const body = {
       ...event,
       conversationId,
@@ -274,14 +268,9 @@ export function sandboxRouter(options: SandboxOptions): express.Router {
       return void res.status(400).json({ error: 'invalid conversation id' });
     const eventIdOf = (rowId: string) =>
       sandboxEventId(conversationId, pageMessageId(options.webhookSecret, conversationId, rowId));
-    const { rows } = await pool.query<{ id: string; author: 'user' | 'bot' }>(
-      `SELECT id, author, text, slack, line, event_type AS "eventType", reference, created_at AS "createdAt"
-         FROM sandbox_messages
-        WHERE conversation_id = $1 ORDER BY id`,
-      [conversationId],
-    );
-    const [fault, conversation, replies] = await Promise.all([
-      pool.query('SELECT fault FROM sandbox_faults WHERE conversation_id = $1', [conversationId]),
+    const rows = await messages.conversation(conversationId);
+    const [armedFault, conversation, replies] = await Promise.all([
+      faults.armed(conversationId),
       pool.query('SELECT state FROM conversations WHERE id = $1', [`sandbox:${conversationId}`]),
       replyProgress(
         pool,
@@ -290,7 +279,7 @@ export function sandboxRouter(options: SandboxOptions): express.Router {
     ]);
     res.json({
       messages: rows.map((m) => (m.author === 'user' ? { ...m, reply: replies.get(eventIdOf(m.id)) } : m)),
-      armedFault: fault.rows[0]?.fault ?? null,
+      armedFault,
       conversationState: conversation.rows[0]?.state ?? 'unhandled',
     });
   });
@@ -300,15 +289,7 @@ export function sandboxRouter(options: SandboxOptions): express.Router {
     if (!parsed.success)
       return void res.status(400).json({ error: 'invalid fault', issues: parsed.error.issues });
     const { conversationId, fault } = parsed.data;
-    if (fault) {
-      await pool.query(
-        `INSERT INTO sandbox_faults (conversation_id, fault) VALUES ($1, $2)
-         ON CONFLICT (conversation_id) DO UPDATE SET fault = EXCLUDED.fault, armed_at = now()`,
-        [conversationId, fault],
-      );
-    } else {
-      await pool.query('DELETE FROM sandbox_faults WHERE conversation_id = $1', [conversationId]);
-    }
+    await faults.arm(conversationId, fault);
     res.json({ conversationId, armedFault: fault });
   });
 
@@ -318,36 +299,25 @@ export function sandboxRouter(options: SandboxOptions): express.Router {
       return void res.status(400).json({ error: 'invalid reply', issues: parsed.error.issues });
     const { conversationId, text, slack, line, reference, mode } = parsed.data;
     const key = req.get('idempotency-key');
-    const fault = await takeFault(pool, conversationId);
+    const fault = await faults.take(conversationId);
     if (fault === 'rate-limit-429')
       return void res.status(429).set('Retry-After', '2').json({ error: 'ratelimited' });
     if (fault === 'unavailable-503')
       return void res.status(503).json({ error: 'unavailable, not processed' });
     if (fault === 'error-500') return void res.status(500).json({ error: 'internal error' });
     if (mode === 'sandbox' && key) {
-      const replay = await pool.query<{ id: string }>(
-        'SELECT id FROM sandbox_messages WHERE idempotency_key = $1',
-        [key],
-      );
-      if (replay.rows[0]) return void res.status(200).json({ id: Number(replay.rows[0].id), replayed: true });
+      const replayed = await messages.replyByKey(key);
+      if (replayed !== undefined) return void res.status(200).json({ id: replayed, replayed: true });
     }
-    const delay = mode === 'sandbox-lookup' ? SANDBOX_CONSISTENCY_DELAY_MS : 0;
-    const inserted = await pool.query<{ id: string }>(
-      `INSERT INTO sandbox_messages (conversation_id, author, text, slack, line, idempotency_key, reference, visible_at)
-       VALUES ($1, 'bot', $2, $3, $4, $5, $6, now() + $7 * interval '1 millisecond')
-       ON CONFLICT (idempotency_key) DO UPDATE SET idempotency_key = EXCLUDED.idempotency_key
-       RETURNING id`,
-      [
-        conversationId,
-        text,
-        slack ? JSON.stringify(slack) : null,
-        line ? JSON.stringify(line) : null,
-        mode === 'sandbox' ? key : null,
-        reference,
-        delay,
-      ],
-    );
-    const id = Number(inserted.rows[0]!.id);
+    const id = await messages.addBotReply({
+      conversationId,
+      text,
+      slack,
+      line,
+      idempotencyKey: mode === 'sandbox' ? key : undefined,
+      reference,
+      visibleAfterMs: mode === 'sandbox-lookup' ? SANDBOX_CONSISTENCY_DELAY_MS : 0,
+    });
     if (fault === 'drop-after-commit') return void (req.socket as Socket).destroy();
     if (fault === 'slow') await new Promise((r) => setTimeout(r, options.slowMs ?? 45_000));
     res.status(201).json({ id });
@@ -356,12 +326,9 @@ export function sandboxRouter(options: SandboxOptions): express.Router {
   router.get('/sandbox/api/replies', workersOnly, async (req, res) => {
     const reference = String(req.query.reference ?? '');
     if (!reference) return void res.status(400).json({ error: 'reference is required' });
-    const { rows } = await pool.query<{ id: string }>(
-      `SELECT id FROM sandbox_messages WHERE reference = $1 AND author = 'bot' AND visible_at <= now() ORDER BY id LIMIT 1`,
-      [reference],
-    );
-    if (!rows[0]) return void res.status(404).json({ error: 'not found' });
-    res.json({ id: Number(rows[0].id) });
+    const id = await messages.visibleReply(reference);
+    if (id === undefined) return void res.status(404).json({ error: 'not found' });
+    res.json({ id });
   });
 
   return router;
@@ -409,13 +376,4 @@ async function replyProgress(pool: Pool, eventIds: string[]) {
       ];
     }),
   );
-}
-
-/** Takes the armed fault for a conversation, if any: each switch applies to one send. */
-async function takeFault(pool: Pool, conversationId: string): Promise<SandboxFault | undefined> {
-  const { rows } = await pool.query<{ fault: SandboxFault }>(
-    'DELETE FROM sandbox_faults WHERE conversation_id = $1 RETURNING fault',
-    [conversationId],
-  );
-  return rows[0]?.fault;
 }
