@@ -18,6 +18,7 @@ import type { InboundEvent } from './providers/types';
 import { closest, didYouMean } from './suggest';
 import { TARGET_SETTINGS } from './targets';
 import type { HttpEndpoint } from './targets/http';
+import { tenantProviderOfTarget } from './tenants/tenant-id';
 
 /** The business key of a chat reply: two event ids for the same message map to the same key. */
 export function chatBusinessKey(
@@ -849,6 +850,10 @@ export function configuredPlans(set: RouteSet, event: InboundEvent): EffectPlan[
           ]),
         );
         if (scope.operationId !== undefined) destination.operationId ??= scope.operationId;
+        // A step to the event's own provider answers with the event's tenant's credential, unless the
+        // route names another tenant.
+        const tenant = event.tenant;
+        if (tenant?.startsWith(`${tenantProviderOfTarget(step.target)}:`)) destination.tenant ??= tenant;
         const content: StepPlan['content'] = step.reply
           ? { kind: 'reply' }
           : {

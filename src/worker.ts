@@ -17,6 +17,7 @@ import { createTargets, type TargetRegistry } from './targets';
 import { connectionSecurity, keyring, payloadCodec } from './temporal/client';
 import { sdkLogger } from './temporal/sdk-logger';
 import { SearchAttributesMissingError, searchAttributeProblems } from './temporal/search-attributes';
+import { tenantDirectoryOf } from './tenants/directory';
 import { createWorkerMetrics, serveWorkerMetrics, type WorkerMetrics } from './worker-metrics';
 
 export const WORKFLOWS_PATH = path.resolve(__dirname, '..', 'workflows');
@@ -142,7 +143,11 @@ export async function createWorker(
   installRuntime({ logger, level: config.REPLYFLOW_SDK_LOG_LEVEL });
   // A route file with problems stops the start here, listing every problem, before anything connects.
   const routes = loadWorkerRoutes(config, options.deps?.targets);
-  const targets = options.deps?.targets ?? createTargets(config, routes?.endpoints);
+  const pool = options.deps?.pool ?? options.pool;
+  const codec = payloadCodec(options.encryptionKey, keyring(config), { refuseUnencrypted: true });
+  const targets =
+    options.deps?.targets ??
+    createTargets(config, routes?.endpoints, { tenants: tenantDirectoryOf(pool, codec) });
   // So is a bot module that cannot be loaded.
   const responder = options.deps?.responder ?? (await createResponder(config));
   const connection = await NativeConnection.connect({
@@ -159,8 +164,6 @@ export async function createWorker(
     throw err;
   }
   const metrics = options.deps?.metrics ?? createWorkerMetrics(options.pool);
-  const pool = options.deps?.pool ?? options.pool;
-  const codec = payloadCodec(options.encryptionKey, keyring(config), { refuseUnencrypted: true });
   const activities = createActivities({
     pool,
     effects: createEffectsRepository(pool),

@@ -15,6 +15,11 @@ export const APPLICATION_ROLE_LIMITS: Readonly<Record<string, readonly string[]>
   audit_log: ['SELECT', 'INSERT'],
   /** Finding nothing pending is all a receiver or worker does with migrations. */
   schema_migrations: ['SELECT'],
+  /**
+   * Receivers store Slack installations and revocations, workers refreshed tokens; removing a tenant
+   * is the admin's (`replyflow tenant remove`).
+   */
+  tenant_credentials: ['SELECT', 'INSERT', 'UPDATE'],
   /** Whoever reads a seal key can seal decisions; only the database's own check uses them. */
   seal_keys: [],
 };

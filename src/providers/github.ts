@@ -4,6 +4,7 @@
 // and the unsigned X-GitHub-Event header is checked against the body's shape where the event has one.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { tenantOf } from '../tenants/tenant-id';
 import { parseJson, validate } from './parse';
 import {
   header,
@@ -163,7 +164,15 @@ const openedIssue = z.object({
   issue: z.looseObject({ number: z.number().int().positive(), title: z.string() }),
 });
 
-function issueOpened(body: unknown): Partial<InboundEvent> {
+/** A GitHub App's webhook names the installation it is for: whose installation token answers. */
+const installation = z.looseObject({ installation: z.looseObject({ id: z.number().int().positive() }) });
+
+function installationTenant(body: unknown): string | undefined {
+  const parsed = installation.safeParse(body);
+  return parsed.success ? tenantOf('github', String(parsed.data.installation.id)) : undefined;
+}
+
+function issueOpened(body: unknown, tenant: string | undefined): Partial<InboundEvent> {
   const { repository, issue } = validate(openedIssue, body);
   return {
     conversation: { id: `${repository.full_name}#${issue.number}` },
@@ -175,6 +184,7 @@ function issueOpened(body: unknown): Partial<InboundEvent> {
         owner: repository.owner.login,
         repo: repository.name,
         issueNumber: String(issue.number),
+        ...(tenant ? { tenant } : {}),
       },
     },
   };
@@ -208,6 +218,7 @@ export function githubProvider(secret: string, ledger?: SignedBodyLedger): Webho
         return { kind: 'ignored', reason: 'replayed_body' };
       const eventType = body.action ? `${name}.${body.action}` : name;
       const eventId = `${hookId}:${deliveryId}`;
+      const tenant = installationTenant(body);
       return {
         kind: 'events',
         events: [
@@ -218,7 +229,8 @@ export function githubProvider(secret: string, ledger?: SignedBodyLedger): Webho
             eventType,
             receivedAt: ctx.receivedAt.toISOString(),
             correlationId: ctx.correlationId,
-            ...(eventType === 'issues.opened' ? issueOpened(body) : {}),
+            ...(tenant ? { tenant } : {}),
+            ...(eventType === 'issues.opened' ? issueOpened(body, tenant) : {}),
             payload: body,
           },
         ],

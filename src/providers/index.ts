@@ -1,5 +1,6 @@
 // The registry of inbound providers. A provider whose secret is unset is disabled (404).
 import { type Config, sandboxSecrets } from '../config';
+import type { TenantDirectory } from '../tenants/directory';
 import { githubProvider, type SignedBodyLedger } from './github';
 import { lineProvider } from './line';
 import { sandboxProvider } from './sandbox';
@@ -11,6 +12,8 @@ import type { WebhookProvider } from './types';
 export interface ProviderDeps {
   /** Where the GitHub provider remembers signed bodies (its replay guard). */
   githubBodies: SignedBodyLedger;
+  /** Per-tenant credentials: LINE channel secrets by destination. */
+  tenants?: TenantDirectory;
 }
 
 export function createProviders(config: Config, deps: ProviderDeps): WebhookProvider[] {

@@ -3,6 +3,7 @@
 import { createHmac } from 'node:crypto';
 import { validateSignature } from '@line/bot-sdk';
 import { z } from 'zod';
+import { tenantOf } from '../tenants/tenant-id';
 import { epochMillis, epochToIso, parseJson, validate } from './parse';
 import {
   header,
@@ -86,6 +87,8 @@ const postbackEvent = z.object({
 type LineEvent = z.infer<typeof lineEvent>;
 
 function normalise(destination: string, event: LineEvent, ctx: RequestContext): InboundEvent {
+  // The channel the webhook is for, by its bot's user id: whose access token answers.
+  const tenant = tenantOf('line', destination);
   const normalised: InboundEvent = {
     provider: 'line',
     eventId: event.webhookEventId,
@@ -94,6 +97,7 @@ function normalise(destination: string, event: LineEvent, ctx: RequestContext): 
     occurredAt: epochToIso(event.timestamp, 'ms'),
     receivedAt: ctx.receivedAt.toISOString(),
     correlationId: ctx.correlationId,
+    ...(tenant ? { tenant } : {}),
     payload: { destination, events: [event] },
   };
   if (event.deliveryContext) normalised.redelivery = { isRedelivery: event.deliveryContext.isRedelivery };
@@ -115,6 +119,7 @@ function normalise(destination: string, event: LineEvent, ctx: RequestContext): 
       kind: 'answer',
       destination: {
         to: chat,
+        ...(tenant ? { tenant } : {}),
         ...(replyToken
           ? {
               replyToken,

@@ -4,6 +4,7 @@
 // (src/targets/slack-response.ts). A `response_url` is a capability: it travels only in the reply's
 // destination, never in the payload that routes, the bot (BotEvent.raw) or logs see.
 import { z } from 'zod';
+import { slackTenant } from '../tenants/tenant-id';
 import { parseJson, validate } from './parse';
 import type { InboundEvent, ProviderResult, RequestContext } from './types';
 
@@ -241,7 +242,28 @@ function interaction(payload: unknown, ctx: RequestContext): InboundEvent | unde
  * i.e. Slack gave a response_url, keyed by the invocation (two clicks on one button are two
  * operations).
  */
+/**
+ * The installation a command (`enterprise_id`, `is_enterprise_install` "true") or an interaction
+ * (`enterprise.id`, `is_enterprise_install` true) came through, read leniently.
+ */
+const installationOf = z.looseObject({
+  enterprise_id: z.string().nullish(),
+  enterprise: z.looseObject({ id: z.string() }).nullish(),
+  is_enterprise_install: z.union([z.boolean(), z.string()]).optional(),
+});
+
+function tenantOfPayload(team: string | undefined, payload: unknown): string | undefined {
+  const parsed = installationOf.safeParse(payload);
+  const found = parsed.success ? parsed.data : {};
+  return slackTenant({
+    team,
+    enterprise: found.enterprise?.id ?? found.enterprise_id ?? undefined,
+    enterpriseInstall: found.is_enterprise_install === true || found.is_enterprise_install === 'true',
+  });
+}
+
 function normalise(ctx: RequestContext, n: Normalised): InboundEvent {
+  const tenant = tenantOfPayload(n.team, n.payload);
   const event: InboundEvent = {
     provider: 'slack',
     eventId: n.eventId,
@@ -250,6 +272,7 @@ function normalise(ctx: RequestContext, n: Normalised): InboundEvent {
     ...(n.ts ? { occurredAt: new Date(Number(n.ts) * 1000).toISOString() } : {}),
     receivedAt: ctx.receivedAt.toISOString(),
     correlationId: ctx.correlationId,
+    ...(tenant ? { tenant } : {}),
     payload: withoutCapabilities(n.payload),
   };
   if (!n.responseUrl || !n.team || n.text === undefined) return event;

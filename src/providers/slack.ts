@@ -4,6 +4,7 @@
 // form-encoded slash commands and interactivity (src/providers/slack-interactions.ts).
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
+import { slackTenant } from '../tenants/tenant-id';
 import { epochSeconds, epochToIso, parseJson, validate } from './parse';
 import { parseSlackForm, SLACK_FORM_CONTENT_TYPE } from './slack-interactions';
 import {
@@ -191,7 +192,24 @@ function redeliveryOf(ctx: RequestContext): InboundEvent['redelivery'] {
   };
 }
 
+/** The envelope's installation, from its first authorization (Bolt reads the same). */
+const installationOf = z.looseObject({
+  enterprise_id: z.string().nullish(),
+  authorizations: z.array(z.looseObject({ is_enterprise_install: z.boolean().optional() })).optional(),
+});
+
+function envelopeTenant(body: z.infer<typeof eventCallback>): string | undefined {
+  const parsed = installationOf.safeParse(body);
+  const installation = parsed.success ? parsed.data : {};
+  return slackTenant({
+    team: body.team_id,
+    enterprise: installation.enterprise_id ?? undefined,
+    enterpriseInstall: installation.authorizations?.[0]?.is_enterprise_install === true,
+  });
+}
+
 function normalise(body: z.infer<typeof eventCallback>, ctx: RequestContext): InboundEvent {
+  const tenant = envelopeTenant(body);
   const event: InboundEvent = {
     provider: 'slack',
     eventId: body.event_id,
@@ -200,6 +218,7 @@ function normalise(body: z.infer<typeof eventCallback>, ctx: RequestContext): In
     occurredAt: epochToIso(body.event_time, 's'),
     receivedAt: ctx.receivedAt.toISOString(),
     correlationId: ctx.correlationId,
+    ...(tenant ? { tenant } : {}),
     payload: body,
   };
   const redelivery = redeliveryOf(ctx);
@@ -213,7 +232,11 @@ function normalise(body: z.infer<typeof eventCallback>, ctx: RequestContext): In
     replyTo: {
       target: 'slack',
       kind: 'answer',
-      destination: { channel: message.channel, threadTs: message.thread_ts ?? message.ts },
+      destination: {
+        channel: message.channel,
+        threadTs: message.thread_ts ?? message.ts,
+        ...(tenant ? { tenant } : {}),
+      },
     },
   };
 }

@@ -17,6 +17,12 @@ export interface InboundEvent {
   correlationId: string;
   /** Sender retry information (Slack retry num/reason, LINE isRedelivery), for the ledger. */
   redelivery?: Record<string, string | number | boolean>;
+  /**
+   * The account the event came through (src/tenants/tenant-id.ts): `slack:<team>` (`slack:<enterprise>`
+   * for an org-wide install), `line:<destination>`, `github:<installation id>`. Targets of the same
+   * provider answer with this tenant's credential; the `Tenant` search attribute.
+   */
+  tenant?: string;
   /** The conversation (or order) the event belongs to, with the version the provider gives. */
   conversation?: { id: string; version?: string };
   /** A chat message the event carries, if any: what a responder answers. */

@@ -17,6 +17,7 @@ import { sandboxRouter } from '../sandbox/api';
 import { connectionSecurity, dataConverter, keyring, payloadCodec } from '../temporal/client';
 import { codecRouter, codecServerOptions } from '../temporal/codec-server';
 import { searchAttributeAdvice, searchAttributeProblems } from '../temporal/search-attributes';
+import { tenantDirectoryOf } from '../tenants/directory';
 import { createReceiverApp } from './app';
 import { DeadlineCalls } from './deadline-calls';
 import { temporalEventStarter } from './start-event';
@@ -98,9 +99,11 @@ export async function startReceiver(options: {
     : [];
   const namespace = { address: options.temporalAddress, namespace: config.TEMPORAL_NAMESPACE };
   const metrics = createReceiverMetrics();
+  const tenants = tenantDirectoryOf(pool, payloadCodec(options.encryptionKey, keyring(config)));
   const app = createReceiverApp({
     providers: createProviders(config, {
       githubBodies: createSignedBodiesStore(pool, GITHUB_REPLAY_WINDOW_DAYS),
+      tenants,
     }),
     starter: temporalEventStarter({
       client,

@@ -2,6 +2,7 @@
 // A provider's target registers only when its credentials are configured; route endpoints add `http:<name>`.
 import { type Config, sandboxSecrets } from '../config';
 import { SANDBOX_MODES } from '../model';
+import type { TenantDirectory } from '../tenants/directory';
 import { githubTarget } from './github';
 import { type HttpEndpoint, httpTarget } from './http';
 import { lineTarget } from './line';
@@ -12,7 +13,16 @@ import type { TargetAdapter } from './types';
 
 export type TargetRegistry = ReadonlyMap<string, TargetAdapter>;
 
-export function createTargets(config: Config, endpoints: Record<string, HttpEndpoint> = {}): TargetRegistry {
+export interface TargetDeps {
+  /** Per-tenant credentials (Slack installations, LINE channels): a step's `destination.tenant` picks one. */
+  tenants?: TenantDirectory;
+}
+
+export function createTargets(
+  config: Config,
+  endpoints: Record<string, HttpEndpoint> = {},
+  _deps: TargetDeps = {},
+): TargetRegistry {
   const targets: TargetAdapter[] = [];
   const sandbox = sandboxSecrets(config);
   if (sandbox) {

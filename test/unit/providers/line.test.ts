@@ -132,6 +132,7 @@ describe('LINE provider', () => {
         kind: 'answer',
         destination: {
           to: 'Uuser1',
+          tenant: `line:${DESTINATION}`,
           replyToken: 'reply-token-1',
           replyTokenExpiresAt: '2023-11-14T22:14:20.000Z',
         },
@@ -232,6 +233,7 @@ describe('LINE provider', () => {
         kind: 'answer',
         destination: {
           to: 'Uuser1',
+          tenant: `line:${DESTINATION}`,
           replyToken: 'reply-token-pb',
           replyTokenExpiresAt: '2023-11-14T22:14:20.000Z',
         },

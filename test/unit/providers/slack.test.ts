@@ -129,14 +129,32 @@ describe('Slack provider', () => {
       assert.deepEqual(event!.replyTo, {
         target: 'slack',
         kind: 'answer',
-        destination: { channel: 'C42', threadTs: '1700000000.000100' },
+        destination: { channel: 'C42', threadTs: '1700000000.000100', tenant: 'slack:T123' },
       });
+      assert.equal(event!.tenant, 'slack:T123');
       assert.equal((event!.payload as { api_app_id: string }).api_app_id, 'A123');
+    });
+
+    it('names the installation that answers: the workspace, or the organisation for an org-wide install', () => {
+      const grid = { enterprise_id: 'E9' };
+      const orgWide = { ...grid, authorizations: [{ team_id: 'T123', is_enterprise_install: true }] };
+      const workspace = { ...grid, authorizations: [{ team_id: 'T123', is_enterprise_install: false }] };
+      const tenantOf = (envelope: Record<string, unknown>) => {
+        const [event] = eventsOf(parse(callback(userMessage, envelope)));
+        return [event!.tenant, event!.replyTo?.destination.tenant];
+      };
+      assert.deepEqual(tenantOf(orgWide), ['slack:E9', 'slack:E9']);
+      assert.deepEqual(tenantOf(workspace), ['slack:T123', 'slack:T123']);
+      assert.deepEqual(tenantOf(grid), ['slack:T123', 'slack:T123']);
     });
 
     it('answers in the existing thread of a threaded message', () => {
       const [event] = eventsOf(parse(callback({ ...userMessage, thread_ts: '1699999999.000001' })));
-      assert.deepEqual(event!.replyTo?.destination, { channel: 'C42', threadTs: '1699999999.000001' });
+      assert.deepEqual(event!.replyTo?.destination, {
+        channel: 'C42',
+        threadTs: '1699999999.000001',
+        tenant: 'slack:T123',
+      });
     });
 
     it('gives the message and app_mention events of one mention the same business key', () => {
