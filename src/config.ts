@@ -160,6 +160,37 @@ const slackChannelIds = z
     return ids;
   });
 
+/** The bot scopes deploy/slack-app-manifest.yaml asks for (test/deploy/slack-manifest.test.ts keeps them equal). */
+export const SLACK_MANIFEST_SCOPES = [
+  'app_mentions:read',
+  'commands',
+  'chat:write',
+  'channels:history',
+  'groups:history',
+  'im:history',
+  'mpim:history',
+] as const;
+
+/** Slack scopes, comma-separated, as the authorize URL takes them (`chat:write,im:history`). */
+const slackScopes = z
+  .string()
+  .optional()
+  .transform((value, ctx) => {
+    if (value === undefined) return [...SLACK_MANIFEST_SCOPES];
+    const scopes = value
+      .split(',')
+      .map((scope) => scope.trim())
+      .filter(Boolean);
+    for (const scope of scopes)
+      if (!/^[a-z][a-z0-9_.-]*(:[a-z0-9_.-]+)*$/.test(scope))
+        ctx.addIssue({
+          code: 'custom',
+          message: `"${scope.slice(0, 40)}" is not a Slack scope such as chat:write`,
+        });
+    if (scopes.length === 0) ctx.addIssue({ code: 'custom', message: 'name at least one scope' });
+    return scopes;
+  });
+
 /** `true` / `false`, or unset (undefined) where the role decides (the sandbox). */
 const optionalFlag = z
   .enum(['true', 'false'])
@@ -231,8 +262,20 @@ export const configSchema = z.object({
   RECEIVER_KEEP_ALIVE_TIMEOUT: limit('5s'),
   RECEIVER_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(1_000_000).default(1000),
   SLACK_SIGNING_SECRET: optional,
+  /** One workspace's bot token: the shortcut, and the token of any team not installed through /slack/install. */
   SLACK_BOT_TOKEN: optional,
   SLACK_API_URL: z.url().default('https://slack.com/api/'),
+  /**
+   * The app's OAuth credentials (its Basic Information page), both or neither: with them the receiver
+   * serves Slack's install flow (/slack/install, src/receiver/slack-install.ts) and workers refresh
+   * rotated tokens.
+   */
+  SLACK_CLIENT_ID: optional,
+  SLACK_CLIENT_SECRET: optional,
+  /** The bot scopes an installation asks for: those of deploy/slack-app-manifest.yaml unless set. */
+  SLACK_SCOPES: slackScopes,
+  /** Where Slack sends the installer back (…/slack/oauth_redirect); unset: the app's first Redirect URL. */
+  SLACK_REDIRECT_URI: url,
   /**
    * Which Slack messages the default route answers besides mentions, direct messages and replies in a
    * thread the bot is in: `mentions`, none; `all`, every person's message in every channel the bot is in.
@@ -364,7 +407,35 @@ function combinationProblems(config: Config): string[] {
     problems.push(
       'SLACK_REPLY_TO_ALL_IN: has no effect with SLACK_REPLY_TO=all, which answers every channel already (unset one of them)',
     );
+  if ((config.SLACK_CLIENT_ID === undefined) !== (config.SLACK_CLIENT_SECRET === undefined))
+    problems.push(
+      `${config.SLACK_CLIENT_ID ? 'SLACK_CLIENT_SECRET' : 'SLACK_CLIENT_ID'}: set both SLACK_CLIENT_ID and SLACK_CLIENT_SECRET (the app's Basic Information page) or neither`,
+    );
   return problems;
+}
+
+/** What Slack's install flow and token refreshes need (src/tenants/slack-oauth.ts). */
+export interface SlackOAuthSettings {
+  clientId: string;
+  clientSecret: string;
+  /** The bot scopes an installation asks for. */
+  scopes: string[];
+  /** Sent to the authorize page and oauth.v2.access when set (else Slack uses the app's first). */
+  redirectUri?: string;
+  /** SLACK_API_URL: oauth.v2.access is there, the authorize page beside it. */
+  apiUrl: string;
+}
+
+/** Slack's OAuth settings when the install flow is on (both SLACK_CLIENT_ID and SLACK_CLIENT_SECRET set). */
+export function slackOAuthSettings(config: Config): SlackOAuthSettings | undefined {
+  if (!config.SLACK_CLIENT_ID || !config.SLACK_CLIENT_SECRET) return undefined;
+  return {
+    clientId: config.SLACK_CLIENT_ID,
+    clientSecret: config.SLACK_CLIENT_SECRET,
+    scopes: config.SLACK_SCOPES,
+    ...(config.SLACK_REDIRECT_URI ? { redirectUri: config.SLACK_REDIRECT_URI } : {}),
+    apiUrl: config.SLACK_API_URL,
+  };
 }
 
 export type Config = z.infer<typeof configSchema>;

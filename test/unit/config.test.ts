@@ -1,5 +1,11 @@
 import assert from 'node:assert/strict';
-import { ConfigError, loadConfig, parseDuration } from '../../src/config';
+import {
+  ConfigError,
+  loadConfig,
+  parseDuration,
+  SLACK_MANIFEST_SCOPES,
+  slackOAuthSettings,
+} from '../../src/config';
 
 describe('configuration read once at start (src/config.ts)', () => {
   it('applies defaults and treats empty strings as unset', () => {
@@ -141,5 +147,34 @@ describe('configuration read once at start (src/config.ts)', () => {
         (err: unknown) => err instanceof ConfigError && err.problems[0]!.startsWith('TRUST_PROXY:'),
         everyone,
       );
+  });
+
+  it("takes Slack's OAuth credentials both or neither, naming the one missing, and the manifest's scopes by default", () => {
+    assert.equal(slackOAuthSettings(loadConfig({})), undefined);
+    for (const [set, missing] of [
+      ['SLACK_CLIENT_ID', 'SLACK_CLIENT_SECRET'],
+      ['SLACK_CLIENT_SECRET', 'SLACK_CLIENT_ID'],
+    ] as const)
+      assert.throws(
+        () => loadConfig({ [set]: 'value-of-the-one-set' }),
+        (err: unknown) =>
+          err instanceof ConfigError &&
+          err.problems.length === 1 &&
+          err.problems[0]!.startsWith(`${missing}: set both`) &&
+          !err.message.includes('value-of-the-one-set'),
+        set,
+      );
+    const settings = slackOAuthSettings(loadConfig({ SLACK_CLIENT_ID: '1.2', SLACK_CLIENT_SECRET: 's' }));
+    assert.deepEqual(settings?.scopes, [...SLACK_MANIFEST_SCOPES]);
+    assert.equal(settings?.apiUrl, 'https://slack.com/api/');
+    assert.deepEqual(loadConfig({ SLACK_SCOPES: 'chat:write, im:history' }).SLACK_SCOPES, [
+      'chat:write',
+      'im:history',
+    ]);
+    assert.throws(
+      () => loadConfig({ SLACK_SCOPES: 'chat:write,<script>' }),
+      (err: unknown) => err instanceof ConfigError && err.problems[0]!.startsWith('SLACK_SCOPES:'),
+    );
+    assert.throws(() => loadConfig({ SLACK_REDIRECT_URI: 'not a url' }), ConfigError);
   });
 });
