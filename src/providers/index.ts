@@ -4,7 +4,7 @@ import type { TenantDirectory } from '../tenants/directory';
 import { githubProvider, type SignedBodyLedger } from './github';
 import { lineProvider } from './line';
 import { sandboxProvider } from './sandbox';
-import { slackProvider } from './slack';
+import { revokingSlackProvider, type SlackRevocations, slackProvider } from './slack';
 import { standardWebhooksProvider } from './standard-webhooks';
 import { stripeProvider } from './stripe';
 import type { WebhookProvider } from './types';
@@ -14,11 +14,16 @@ export interface ProviderDeps {
   githubBodies: SignedBodyLedger;
   /** Per-tenant credentials: LINE channel secrets by destination. */
   tenants?: TenantDirectory;
+  /** Where Slack's app_uninstalled and tokens_revoked notices revoke an installation (receivers). */
+  slackRevocations?: SlackRevocations;
 }
 
 export function createProviders(config: Config, deps: ProviderDeps): WebhookProvider[] {
   const providers: WebhookProvider[] = [];
-  if (config.SLACK_SIGNING_SECRET) providers.push(slackProvider(config.SLACK_SIGNING_SECRET));
+  if (config.SLACK_SIGNING_SECRET) {
+    const slack = slackProvider(config.SLACK_SIGNING_SECRET);
+    providers.push(deps.slackRevocations ? revokingSlackProvider(slack, deps.slackRevocations) : slack);
+  }
   if (config.LINE_CHANNEL_SECRET) providers.push(lineProvider(config.LINE_CHANNEL_SECRET));
   if (config.GITHUB_WEBHOOK_SECRET)
     providers.push(githubProvider(config.GITHUB_WEBHOOK_SECRET, deps.githubBodies));

@@ -11,6 +11,7 @@ import {
   header,
   type InboundEvent,
   type ProviderResult,
+  ProviderUnavailableError,
   type RequestContext,
   type WebhookProvider,
   WebhookVerificationError,
@@ -192,9 +193,14 @@ function redeliveryOf(ctx: RequestContext): InboundEvent['redelivery'] {
   };
 }
 
-/** The envelope's installation, from its first authorization (Bolt reads the same). */
+/**
+ * The envelope's installation, from its first authorization (Bolt reads the same), else from the
+ * envelope's own `is_enterprise_install`: the notice that an app was uninstalled may come without
+ * authorizations, there being none left.
+ */
 const installationOf = z.looseObject({
   enterprise_id: z.string().nullish(),
+  is_enterprise_install: z.boolean().optional(),
   authorizations: z.array(z.looseObject({ is_enterprise_install: z.boolean().optional() })).optional(),
 });
 
@@ -204,7 +210,9 @@ function envelopeTenant(body: z.infer<typeof eventCallback>): string | undefined
   return slackTenant({
     team: body.team_id,
     enterprise: installation.enterprise_id ?? undefined,
-    enterpriseInstall: installation.authorizations?.[0]?.is_enterprise_install === true,
+    enterpriseInstall:
+      (installation.authorizations?.[0]?.is_enterprise_install ?? installation.is_enterprise_install) ===
+      true,
   });
 }
 
@@ -237,6 +245,61 @@ function normalise(body: z.infer<typeof eventCallback>, ctx: RequestContext): In
         threadTs: message.thread_ts ?? message.ts,
         ...(tenant ? { tenant } : {}),
       },
+    },
+  };
+}
+
+/**
+ * The notices that end an installation: the app was uninstalled from a workspace (`app_uninstalled`),
+ * or its bot token was revoked (`tokens_revoked` listing bot users; user tokens are not ours).
+ * https://docs.slack.dev/reference/events/app_uninstalled and /tokens_revoked (checked Nov 2026).
+ */
+export const SLACK_INSTALLATION_EVENT_TYPES = ['app_uninstalled', 'tokens_revoked'] as const;
+
+const revocationEvent = z.looseObject({
+  type: z.enum(SLACK_INSTALLATION_EVENT_TYPES),
+  tokens: z.looseObject({ bot: z.array(z.unknown()).optional() }).optional(),
+});
+
+/** Which installation an event says is gone, and why; undefined for every other event. */
+export function slackRevocation(event: InboundEvent): { tenant: string; reason: string } | undefined {
+  if (event.provider !== 'slack' || !event.tenant) return undefined;
+  const parsed = revocationEvent.safeParse((event.payload as { event?: unknown })?.event);
+  if (!parsed.success) return undefined;
+  if (parsed.data.type === 'tokens_revoked' && !parsed.data.tokens?.bot?.length) return undefined;
+  return { tenant: event.tenant, reason: parsed.data.type };
+}
+
+/** Where the receiver records that an installation is gone (tenant_credentials' `revoke`). */
+export interface SlackRevocations {
+  revoke(tenant: string, reason: string, eventId: string): Promise<void>;
+}
+
+/**
+ * The Slack provider, revoking an installation when Slack says it is gone, before the delivery is
+ * acknowledged: a revocation that cannot be recorded now is a 503, and Slack delivers it again.
+ */
+export function revokingSlackProvider(
+  provider: WebhookProvider<ProviderResult>,
+  revocations: SlackRevocations,
+): WebhookProvider {
+  return {
+    ...provider,
+    async parse(ctx) {
+      const result = provider.parse(ctx);
+      if (result.kind !== 'events') return result;
+      for (const event of result.events) {
+        const revoked = slackRevocation(event);
+        if (!revoked) continue;
+        try {
+          await revocations.revoke(revoked.tenant, revoked.reason, event.eventId);
+        } catch (err) {
+          throw new ProviderUnavailableError(
+            `could not record ${revoked.reason} for ${revoked.tenant}: ${(err as Error)?.name ?? 'error'}`,
+          );
+        }
+      }
+      return result;
     },
   };
 }

@@ -92,6 +92,14 @@ export class WebhookVerificationError extends Error {
   override name = 'WebhookVerificationError';
 }
 
+/**
+ * Thrown when a verified delivery must change something before it is acknowledged and cannot now (the
+ * database is down): 503 with Retry-After, so that the sender delivers it again.
+ */
+export class ProviderUnavailableError extends Error {
+  override name = 'ProviderUnavailableError';
+}
+
 /** One problem in a request body, in zod's shape: path and message, never the offending value. */
 export interface PayloadIssue {
   code: string;

@@ -7,6 +7,7 @@ import { type ReceiverMetrics, UNKNOWN_PROVIDER, WEBHOOK_OUTCOMES, type WebhookO
 import { PROVIDER_SETTINGS } from '../providers';
 import {
   type InboundEvent,
+  ProviderUnavailableError,
   type RequestContext,
   WebhookPayloadError,
   type WebhookProvider,
@@ -183,6 +184,15 @@ export function createReceiverApp(deps: ReceiverDeps): express.Express {
     try {
       result = await provider.parse(ctx);
     } catch (err) {
+      if (err instanceof ProviderUnavailableError) {
+        res.setHeader('Retry-After', String(RETRY_AFTER_SECONDS));
+        return answer(
+          'unavailable',
+          503,
+          { error: 'temporarily unavailable, retry later' },
+          { err: err.message },
+        );
+      }
       if (!(err instanceof WebhookPayloadError)) throw err;
       return answer(
         'invalid',

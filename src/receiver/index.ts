@@ -4,9 +4,10 @@ import type { AddressInfo } from 'node:net';
 import { Client, Connection, isGrpcServiceError, WorkflowNotFoundError } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
 import { statusQuery } from '../../workflows/messages';
-import { type Config, sandboxSecrets } from '../config';
+import { type Config, sandboxSecrets, slackOAuthSettings } from '../config';
 import { createSignedBodiesStore } from '../db/github-signed-bodies';
 import type { Pool } from '../db/pool';
+import { createTenantCredentialStore } from '../db/tenant-credentials';
 import type { Logger } from '../logger';
 import { createReceiverMetrics } from '../metrics';
 import { operatorApi } from '../operator/api';
@@ -20,6 +21,7 @@ import { searchAttributeAdvice, searchAttributeProblems } from '../temporal/sear
 import { tenantDirectoryOf } from '../tenants/directory';
 import { createReceiverApp } from './app';
 import { DeadlineCalls } from './deadline-calls';
+import { SLACK_EVENTS_ACTOR, slackInstallRouter } from './slack-install';
 import { temporalEventStarter } from './start-event';
 
 /** A probe slower than this counts as down: a load balancer's check must not hang. */
@@ -99,11 +101,34 @@ export async function startReceiver(options: {
     : [];
   const namespace = { address: options.temporalAddress, namespace: config.TEMPORAL_NAMESPACE };
   const metrics = createReceiverMetrics();
-  const tenants = tenantDirectoryOf(pool, payloadCodec(options.encryptionKey, keyring(config)));
+  const secretKeys = payloadCodec(options.encryptionKey, keyring(config));
+  const tenants = tenantDirectoryOf(pool, secretKeys);
+  const tenantStore = createTenantCredentialStore(pool, secretKeys);
+  const slackOAuth = slackOAuthSettings(config);
+  const slackInstallRoutes = slackOAuth
+    ? [
+        slackInstallRouter({
+          settings: slackOAuth,
+          store: tenantStore,
+          tenants,
+          logger: logger.child({ role: 'slack-install' }),
+        }),
+      ]
+    : [];
   const app = createReceiverApp({
     providers: createProviders(config, {
       githubBodies: createSignedBodiesStore(pool, GITHUB_REPLAY_WINDOW_DAYS),
       tenants,
+      slackRevocations: {
+        async revoke(tenant, reason, eventId) {
+          const revoked = await tenantStore.revoke(tenant, reason, {
+            by: SLACK_EVENTS_ACTOR,
+            reason: `${reason} (${eventId})`,
+          });
+          tenants.forget(tenant);
+          if (revoked) logger.info({ tenant, reason }, 'slack installation revoked');
+        },
+      },
     }),
     starter: temporalEventStarter({
       client,
@@ -139,7 +164,7 @@ export async function startReceiver(options: {
     metrics,
     logger,
     bodyLimit: config.WEBHOOK_BODY_LIMIT,
-    extraRoutes: [...sandboxRoutes, codecServer, operators.router],
+    extraRoutes: [...sandboxRoutes, ...slackInstallRoutes, codecServer, operators.router],
   });
   // Whose X-Forwarded-For / -Proto count (the codec login's source limit and Secure cookie): only
   // the proxies configured, so a client cannot claim another address or TLS itself.

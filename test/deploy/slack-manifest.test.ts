@@ -6,7 +6,12 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
-import { SLACK_CHAT_EVENT_TYPES, slackProvider } from '../../src/providers/slack';
+import { SLACK_MANIFEST_SCOPES } from '../../src/config';
+import {
+  SLACK_CHAT_EVENT_TYPES,
+  SLACK_INSTALLATION_EVENT_TYPES,
+  slackProvider,
+} from '../../src/providers/slack';
 import { PROJECT_ROOT } from '../../src/temporal/binaries';
 
 const MANIFEST = path.join(PROJECT_ROOT, 'deploy', 'slack-app-manifest.yaml');
@@ -15,12 +20,15 @@ const MANIFEST = path.join(PROJECT_ROOT, 'deploy', 'slack-app-manifest.yaml');
  * The scope each bot event needs, from Slack's event reference (https://docs.slack.dev/reference/events,
  * e.g. /app_mention and /message.im, checked Nov 2026).
  */
-const EVENT_SCOPES: Record<string, string> = {
+const EVENT_SCOPES: Record<string, string | undefined> = {
   app_mention: 'app_mentions:read',
   'message.channels': 'channels:history',
   'message.groups': 'groups:history',
   'message.im': 'im:history',
   'message.mpim': 'mpim:history',
+  // https://docs.slack.dev/reference/events/app_uninstalled and /tokens_revoked: no scope.
+  app_uninstalled: undefined,
+  tokens_revoked: undefined,
 };
 
 /**
@@ -38,7 +46,7 @@ interface Manifest {
     bot_user?: { display_name?: string };
     slash_commands?: { command: string; url: string; description: string }[];
   };
-  oauth_config: { scopes: { bot?: string[]; user?: string[] } };
+  oauth_config: { redirect_urls?: string[]; scopes: { bot?: string[]; user?: string[] } };
   settings: {
     event_subscriptions: { request_url: string; bot_events: string[]; user_events?: string[] };
     interactivity?: { is_enabled: boolean; request_url: string };
@@ -60,9 +68,12 @@ describe('the Slack app manifest (deploy/slack-app-manifest.yaml)', () => {
     assert.equal(new URL(requestUrl).pathname, `/webhooks/${slackProvider('unused').name}`);
   });
 
-  it('subscribes to the event types the Slack provider answers, and to no other', () => {
+  it('subscribes to the event types the Slack provider answers or revokes an installation on, and to no other', () => {
     const types = new Set(events.map((event) => event.split('.')[0]));
-    assert.deepEqual([...types].sort(), [...SLACK_CHAT_EVENT_TYPES].sort());
+    assert.deepEqual(
+      [...types].sort(),
+      [...SLACK_CHAT_EVENT_TYPES, ...SLACK_INSTALLATION_EVENT_TYPES].sort(),
+    );
     assert.ok(events.includes('app_mention'), 'mentions');
     assert.ok(events.includes('message.im'), 'direct messages');
     assert.equal(manifest.settings.event_subscriptions.user_events, undefined, 'no user events');
@@ -74,15 +85,26 @@ describe('the Slack app manifest (deploy/slack-app-manifest.yaml)', () => {
   });
 
   it('asks for exactly the bot scopes its events and the Slack target need, and no user scope', () => {
-    for (const event of events) assert.ok(EVENT_SCOPES[event], `a known bot event: ${event}`);
+    for (const event of events) assert.ok(event in EVENT_SCOPES, `a known bot event: ${event}`);
     const needed = new Set([
-      ...events.map((event) => EVENT_SCOPES[event]!),
+      ...events.flatMap((event) => EVENT_SCOPES[event] ?? []),
       ...TARGET_SCOPES,
       ...COMMAND_SCOPES,
     ]);
     assert.deepEqual([...scopes].sort(), [...needed].sort());
     assert.equal(new Set(scopes).size, scopes.length, 'each scope once');
     assert.equal(manifest.oauth_config.scopes.user, undefined, 'no user scopes');
+  });
+
+  it('asks an install through /slack/install for the same bot scopes by default (SLACK_SCOPES)', () => {
+    assert.deepEqual([...SLACK_MANIFEST_SCOPES].sort(), [...scopes].sort());
+  });
+
+  it("sends installers back to the receiver's /slack/oauth_redirect, on the same host as its events", () => {
+    const [redirect, ...more] = manifest.oauth_config.redirect_urls ?? [];
+    assert.equal(more.length, 0);
+    assert.equal(new URL(redirect!).pathname, '/slack/oauth_redirect');
+    assert.equal(new URL(redirect!).host, new URL(requestUrl).host);
   });
 
   it('sends its slash commands and interactivity to the same endpoint as its events', () => {
