@@ -8,6 +8,7 @@ import type { Config } from './config';
 import { createEffectsRepository } from './db/effects';
 import { createOperatorStore } from './db/operators';
 import type { Pool } from './db/pool';
+import { createTenantCredentialStore } from './db/tenant-credentials';
 import type { Logger } from './logger';
 import type { DeliveryPolicy } from './model';
 import { freePort } from './ports';
@@ -147,7 +148,10 @@ export async function createWorker(
   const codec = payloadCodec(options.encryptionKey, keyring(config), { refuseUnencrypted: true });
   const targets =
     options.deps?.targets ??
-    createTargets(config, routes?.endpoints, { tenants: tenantDirectoryOf(pool, codec) });
+    createTargets(config, routes?.endpoints, {
+      tenants: tenantDirectoryOf(pool, codec),
+      tenantStore: createTenantCredentialStore(pool, codec),
+    });
   // So is a bot module that cannot be loaded.
   const responder = options.deps?.responder ?? (await createResponder(config));
   const connection = await NativeConnection.connect({

@@ -1,14 +1,16 @@
 // The registry of outbound targets. A new target is one module under src/targets/ plus one line here.
 // A provider's target registers only when its credentials are configured; route endpoints add `http:<name>`.
-import { type Config, sandboxSecrets } from '../config';
+import { type Config, sandboxSecrets, slackOAuthSettings } from '../config';
 import { SANDBOX_MODES } from '../model';
-import type { TenantDirectory } from '../tenants/directory';
+import type { TenantDirectory, TenantStore } from '../tenants/directory';
+import { slackOAuth } from '../tenants/slack-oauth';
 import { githubTarget } from './github';
 import { type HttpEndpoint, httpTarget } from './http';
 import { lineTarget } from './line';
 import { sandboxTarget } from './sandbox';
 import { slackTarget } from './slack';
 import { slackResponseTarget } from './slack-response';
+import { slackTokens } from './slack-tokens';
 import type { TargetAdapter } from './types';
 
 export type TargetRegistry = ReadonlyMap<string, TargetAdapter>;
@@ -16,12 +18,14 @@ export type TargetRegistry = ReadonlyMap<string, TargetAdapter>;
 export interface TargetDeps {
   /** Per-tenant credentials (Slack installations, LINE channels): a step's `destination.tenant` picks one. */
   tenants?: TenantDirectory;
+  /** Where a refreshed Slack token is stored over the one it replaces (tenant_credentials' `replaceSecret`). */
+  tenantStore?: Pick<TenantStore, 'replaceSecret'>;
 }
 
 export function createTargets(
   config: Config,
   endpoints: Record<string, HttpEndpoint> = {},
-  _deps: TargetDeps = {},
+  deps: TargetDeps = {},
 ): TargetRegistry {
   const targets: TargetAdapter[] = [];
   const sandbox = sandboxSecrets(config);
@@ -29,8 +33,17 @@ export function createTargets(
     const base = config.SANDBOX_API_URL ?? `http://127.0.0.1:${config.PORT}/sandbox/api`;
     for (const mode of SANDBOX_MODES) targets.push(sandboxTarget(mode, base, sandbox.apiToken));
   }
-  if (config.SLACK_BOT_TOKEN)
-    targets.push(slackTarget({ token: config.SLACK_BOT_TOKEN, apiUrl: config.SLACK_API_URL }));
+  const slackOAuthOn = slackOAuthSettings(config);
+  if (config.SLACK_BOT_TOKEN || slackOAuthOn) {
+    const oauth = slackOAuthOn && slackOAuth(slackOAuthOn);
+    const tokens = slackTokens({
+      fallbackToken: config.SLACK_BOT_TOKEN,
+      tenants: deps.tenants,
+      replaceSecret: deps.tenantStore?.replaceSecret,
+      ...(oauth ? { refresh: (refreshToken, signal) => oauth.refresh(refreshToken, signal) } : {}),
+    });
+    targets.push(slackTarget({ tokens, apiUrl: config.SLACK_API_URL }));
+  }
   // Holds no credential (each command or interaction carries its own response_url), and has work
   // only where Slack's commands and interactivity are received.
   if (config.SLACK_SIGNING_SECRET) targets.push(slackResponseTarget({ apiUrl: config.SLACK_API_URL }));
@@ -46,7 +59,7 @@ export function createTargets(
 
 /** Which setting enables a built-in target, for error messages that say how to fix a route. */
 export const TARGET_SETTINGS: Record<string, string> = {
-  slack: 'SLACK_BOT_TOKEN',
+  slack: 'SLACK_BOT_TOKEN or SLACK_CLIENT_ID',
   'slack-response': 'SLACK_SIGNING_SECRET',
   line: 'LINE_CHANNEL_ACCESS_TOKEN',
   github: 'GITHUB_TOKEN',

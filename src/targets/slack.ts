@@ -1,15 +1,10 @@
 // Slack `chat.postMessage` in the source message's thread (or, when the bot asks, in the channel),
 // with the answer's blocks. Slack has no idempotency key, so every post carries our effect id in
 // message metadata and `lookup` finds it again in the thread or channel.
-import {
-  ErrorCode,
-  type KnownBlock,
-  type Logger,
-  LogLevel,
-  WebClient,
-  type WebClientOptions,
-} from '@slack/web-api';
+import { ErrorCode, type KnownBlock, WebClient, type WebClientOptions } from '@slack/web-api';
 import type { StepPlan } from '../model';
+import { quietSlackLogger } from '../tenants/slack-oauth';
+import { installationTokenFix, type SlackTokens } from './slack-tokens';
 import { type LookupRequest, messageText, type TargetAdapter, TargetError } from './types';
 
 /** The metadata every reply carries (docs/targets.md), so that a lookup can recognise it. */
@@ -66,40 +61,72 @@ const MAYBE_APPLIED_ERRORS = new Set(['internal_error', 'fatal_error']);
 const RETRYABLE_ERRORS = new Set(['ratelimited', 'service_unavailable', 'request_timeout']);
 
 export interface SlackTargetOptions {
-  token: string;
+  /** Which bot token each call uses (src/targets/slack-tokens.ts): the step's team's, or SLACK_BOT_TOKEN. */
+  tokens: SlackTokens;
   /** SLACK_API_URL, e.g. `https://slack.com/api/`. */
   apiUrl: string;
 }
+
+/** Slack's refusals of the token itself: for an installation's token, the fix is about that workspace. */
+const TOKEN_ERRORS = new Set([
+  'invalid_auth',
+  'not_authed',
+  'account_inactive',
+  'token_revoked',
+  'token_expired',
+]);
 
 interface SlackMessage {
   ts?: string;
   metadata?: { event_type?: string; event_payload?: Record<string, unknown> };
 }
 
-/** The Web API client's own logging stays off: our logs never carry request bodies or tokens. */
-const quietLogger: Logger = {
-  debug() {},
-  info() {},
-  warn() {},
-  error() {},
-  setLevel() {},
-  getLevel: () => LogLevel.ERROR,
-  setName() {},
-};
-
-export function slackTarget({ token, apiUrl }: SlackTargetOptions): TargetAdapter {
+export function slackTarget({ tokens, apiUrl }: SlackTargetOptions): TargetAdapter {
   /**
-   * One client per call so that the call carries the attempt's abort signal. Retries are off and
-   * rate-limited calls are rejected rather than queued: Temporal owns retries and their timing.
+   * One client per call so that the call carries the attempt's abort signal and its team's token.
+   * Retries are off and rate-limited calls are rejected rather than queued: Temporal owns retries and
+   * their timing.
    */
-  const client = (signal: AbortSignal) =>
+  const client = (token: string, signal: AbortSignal) =>
     new WebClient(token, {
       slackApiUrl: apiUrl,
       retryConfig: { retries: 0 },
       rejectRateLimitedCalls: true,
-      logger: quietLogger,
+      logger: quietSlackLogger,
       requestInterceptor: (config) => Object.assign(config, { signal }),
     } satisfies WebClientOptions);
+
+  /**
+   * Runs `call` with the step's token. Slack's `token_expired` (a rotating token that expired before
+   * we refreshed it) is a refusal, not a post: the call runs once more with a refreshed token. A
+   * refused installation token whose revocation was recorded meanwhile fails with that.
+   */
+  async function withToken<T>(step: StepPlan, signal: AbortSignal, call: (c: WebClient) => Promise<T>) {
+    let token = await tokens.forTenant(step.destination.tenant, signal);
+    for (let round = 0; ; round++) {
+      // A refresh may have used up the attempt: without time left to write the request, nothing is sent.
+      if (signal.aborted) throw new TargetError('retryable', 'slack: no time left to post: nothing was sent');
+      try {
+        return await call(client(token.token, signal));
+      } catch (err) {
+        const code = platformCode(err);
+        if (code === 'token_expired' && round === 0) {
+          const refreshed = await tokens.afterExpired(token, signal);
+          if (refreshed) {
+            token = refreshed;
+            continue;
+          }
+        }
+        if (code && TOKEN_ERRORS.has(code) && token.kind === 'installation') {
+          throw (
+            (await tokens.whyRefused(token)) ??
+            new TargetError('permanent', `slack: ${code}`, { fix: installationTokenFix(token.tenant) })
+          );
+        }
+        throw classifySlackError(err);
+      }
+    }
+  }
 
   return {
     name: 'slack',
@@ -111,28 +138,32 @@ export function slackTarget({ token, apiUrl }: SlackTargetOptions): TargetAdapte
       const blocks = body.slack?.blocks as KnownBlock[] | undefined;
       if (!text && !blocks?.length)
         throw new TargetError('permanent', 'slack: nothing to post', { fix: 'check the route or responder' });
-      try {
-        const answer = await client(signal).chat.postMessage({
+      const answer = await withToken(step, signal, (slack) =>
+        slack.chat.postMessage({
           channel,
           // With blocks, the text is the notification's fallback (Slack asks for one).
           text: text ?? '',
           ...(blocks?.length ? { blocks } : {}),
           ...(threadTs ? { thread_ts: threadTs } : {}),
           metadata: { event_type: SLACK_METADATA_EVENT_TYPE, event_payload: { effect_id: effectId } },
-        });
-        return { externalId: `${answer.channel ?? channel}/${answer.ts}` };
-      } catch (err) {
-        throw classifySlackError(err);
-      }
+        }),
+      );
+      return { externalId: `${answer.channel ?? channel}/${answer.ts}` };
     },
 
     async lookup(request) {
-      const found = await findOurMessage(client(request.signal), request);
+      const found = await withToken(request.step, request.signal, (slack) => findOurMessage(slack, request));
       return found
         ? { found: true, externalId: `${destinationOf(request.step).channel}/${found}` }
         : { found: false };
     },
   };
+}
+
+/** Slack's `ok:false` error code, when the failure is one. */
+function platformCode(err: unknown): string | undefined {
+  const e = err as { code?: string; data?: { error?: string } };
+  return e?.code === ErrorCode.PlatformError ? e.data?.error : undefined;
 }
 
 function destinationOf(step: StepPlan): { channel: string; threadTs?: string } {
@@ -155,21 +186,17 @@ async function findOurMessage(client: WebClient, { effectId, step, notBefore }: 
   const oldest = notBefore ? String(Math.floor(notBefore.getTime() / 1000) - 60) : undefined;
   let cursor: string | undefined;
   for (let page = 0; page < MAX_LOOKUP_PAGES; page++) {
-    let answer: { messages?: unknown[]; response_metadata?: { next_cursor?: string } };
-    try {
-      const query = {
-        channel,
-        include_all_metadata: true,
-        limit: PAGE_LIMIT,
-        ...(oldest ? { oldest } : {}),
-        ...(cursor ? { cursor } : {}),
-      };
-      answer = threadTs
-        ? await client.conversations.replies({ ...query, ts: threadTs })
-        : await client.conversations.history(query);
-    } catch (err) {
-      throw classifySlackError(err);
-    }
+    // Failures are classified by withToken, which first sees whether the token was refused.
+    const query = {
+      channel,
+      include_all_metadata: true,
+      limit: PAGE_LIMIT,
+      ...(oldest ? { oldest } : {}),
+      ...(cursor ? { cursor } : {}),
+    };
+    const answer: { messages?: unknown[]; response_metadata?: { next_cursor?: string } } = threadTs
+      ? await client.conversations.replies({ ...query, ts: threadTs })
+      : await client.conversations.history(query);
     const ours = (answer.messages as SlackMessage[] | undefined)?.find(
       (m) =>
         m.metadata?.event_type === SLACK_METADATA_EVENT_TYPE &&

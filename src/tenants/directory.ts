@@ -10,6 +10,9 @@ import {
 } from '../db/tenant-credentials';
 import type { SecretKeys } from './secret-box';
 
+/** The table's owner, for layers that may not import src/db/ (targets). */
+export type TenantStore = TenantCredentialStore;
+
 export interface TenantDirectory {
   /** The tenant's credential, or undefined when it has none (unknown tenant). Revoked: `secret` undefined. */
   credential(tenant: string, options?: { fresh?: boolean }): Promise<TenantCredential | undefined>;

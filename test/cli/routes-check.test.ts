@@ -87,7 +87,7 @@ routes:
     assert.equal(bare.code, 2);
     assert.deepEqual(bare.stdout.trimEnd().split('\n'), [
       'endpoints.orders.headers.Authorization: environment variable ORDERS_TOKEN is not set',
-      'routes[1].steps[0].target: target "slack" is not configured (set SLACK_BOT_TOKEN)',
+      'routes[1].steps[0].target: target "slack" is not configured (set SLACK_BOT_TOKEN or SLACK_CLIENT_ID)',
       `${file}: 2 problems`,
     ]);
     const fileOnly = await cliOffline(['routes', 'check', file, '--file-only']);

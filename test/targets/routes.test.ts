@@ -246,7 +246,7 @@ routes:
         err instanceof RouteFileError &&
         err.problems.join('\n') ===
           [
-            'routes[0].steps[0].target: target "slack" is not configured (set SLACK_BOT_TOKEN)',
+            'routes[0].steps[0].target: target "slack" is not configured (set SLACK_BOT_TOKEN or SLACK_CLIENT_ID)',
             'routes[0].steps[1].target: target "github" is not configured (set GITHUB_TOKEN)',
           ].join('\n'),
     );
