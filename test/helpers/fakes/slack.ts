@@ -1,8 +1,39 @@
 // A fake of Slack's Web API (https://api.slack.com/web): chat.postMessage, conversations.replies and
 // conversations.history under /api/, with Slack's shapes: HTTP 200 `{ok:false,error}` for refusals,
 // 429 + Retry-After for rate limits, message metadata only with include_all_metadata, cursor pages.
+// And Slack's OAuth v2 (https://docs.slack.dev/authentication/installing-with-oauth and
+// /reference/methods/oauth.v2.access, checked Nov 2026): the authorize page at /oauth/v2/authorize
+// (the installer approves at once, for the workspace named by `team`, and is sent back to the
+// redirect URL with a code and the state), oauth.v2.access for a one-time code (each team its own
+// bot token; token rotation: a refresh token and expires_in) and for `grant_type=refresh_token`, and
+// the tokens an uninstall revokes. Every request keeps its Authorization header: `tokenOf` says which
+// token a post used.
+import { randomBytes } from 'node:crypto';
 import type http from 'node:http';
 import { type Answer, FakeApi, type Fault, type Recorded, send } from './base';
+
+/** How long Slack's rotating tokens last (https://docs.slack.dev/authentication/using-token-rotation). */
+const ROTATED_TOKEN_SECONDS = 43_200;
+
+/** A workspace the fake can install the app in. */
+export interface FakeTeam {
+  id: string;
+  name: string;
+  /** Set: an org-wide install of this Enterprise Grid organisation (team is then null). */
+  enterpriseId?: string;
+  /**
+   * Token rotation on: the installation's token lasts this many seconds and comes with a refresh
+   * token; refreshed tokens last Slack's 12 hours.
+   */
+  expiresIn?: number;
+}
+
+interface IssuedToken {
+  team: string;
+  /** ms since epoch; undefined: does not expire. */
+  expiresAt?: number;
+  revoked?: boolean;
+}
 
 export interface SlackMessage {
   channel: string;
@@ -26,8 +57,48 @@ export class FakeSlack extends FakeApi {
   pageSize = 1000;
   private seq = 0;
 
+  /** The app's OAuth credentials, as its Basic Information page shows them. */
+  readonly clientId = `${Date.now()}.${randomBytes(4).readUInt32BE()}`;
+  readonly clientSecret = randomBytes(16).toString('hex');
+  /** The app's Redirect URL (its OAuth settings): where the authorize page sends installers by default. */
+  redirectUri = '';
+  private readonly teams = new Map<string, FakeTeam>();
+  private readonly tokens = new Map<string, IssuedToken>();
+  private readonly codes = new Map<string, { team: string; redirectUri?: string }>();
+  private readonly refreshTokens = new Map<string, FakeTeam>();
+  /** Successful `grant_type=refresh_token` exchanges, by team. */
+  readonly refreshes: string[] = [];
+
   constructor(readonly token = 'xoxb-test-token') {
     super();
+  }
+
+  /** A workspace that may install the app (through /oauth/v2/authorize?team=<id>). */
+  team(team: FakeTeam): this {
+    this.teams.set(team.id, team);
+    return this;
+  }
+
+  /** What Slack does when a workspace uninstalls the app: every token it issued there stops working. */
+  uninstall(team: string): void {
+    for (const issued of this.tokens.values()) if (issued.team === team) issued.revoked = true;
+    for (const [refresh, owner] of this.refreshTokens)
+      if ((owner.enterpriseId ?? owner.id) === team) this.refreshTokens.delete(refresh);
+  }
+
+  /** Makes a team's live tokens expire now (as if their 12 hours were up). */
+  expire(team: string): void {
+    for (const issued of this.tokens.values()) if (issued.team === team) issued.expiresAt = Date.now() - 1;
+  }
+
+  /** The bot tokens issued to a team, oldest first. */
+  tokensOf(team: string): string[] {
+    return [...this.tokens].filter(([, issued]) => issued.team === team).map(([token]) => token);
+  }
+
+  /** The bearer token a request carried. */
+  tokenOf(request: Recorded): string | undefined {
+    return /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1];
   }
 
   /** Posts that reached chat.postMessage (accepted or not). */
@@ -60,8 +131,11 @@ export class FakeSlack extends FakeApi {
   }
 
   protected handle(request: Recorded, res: http.ServerResponse) {
-    if (request.headers.authorization !== `Bearer ${this.token}`)
-      return send(res, { status: 200, body: { ok: false, error: 'invalid_auth' } });
+    if (request.method === 'GET' && request.path === '/oauth/v2/authorize')
+      return this.authorize(request, res);
+    if (request.path === '/api/oauth.v2.access') return send(res, this.access(request));
+    const refused = this.refusal(this.tokenOf(request));
+    if (refused) return send(res, { status: 200, body: { ok: false, error: refused } });
     switch (request.path) {
       case '/api/chat.postMessage':
         return this.write(res, () => this.post(request.body));
@@ -79,6 +153,97 @@ export class FakeSlack extends FakeApi {
       default:
         return send(res, { status: 404, body: { ok: false, error: 'unknown_method' } });
     }
+  }
+
+  /** Why Slack would refuse this token, if it would. */
+  private refusal(token: string | undefined): string | undefined {
+    if (token === undefined) return 'not_authed';
+    if (token === this.token) return undefined;
+    const issued = this.tokens.get(token);
+    if (!issued) return 'invalid_auth';
+    if (issued.revoked) return 'token_revoked';
+    if (issued.expiresAt !== undefined && issued.expiresAt <= Date.now()) return 'token_expired';
+    return undefined;
+  }
+
+  /** The installer approves: back to the redirect URL with a one-time code and the state, untouched. */
+  private authorize(request: Recorded, res: http.ServerResponse) {
+    const q = request.query;
+    const team = this.teams.get(q.get('team') ?? '');
+    const redirect = q.get('redirect_uri') ?? this.redirectUri;
+    if (q.get('client_id') !== this.clientId || !team || !redirect || !q.get('scope')) {
+      res.writeHead(400, { 'content-type': 'text/plain' });
+      return res.end('invalid authorize request');
+    }
+    const back = new URL(redirect);
+    if (q.get('deny') === 'true') back.searchParams.set('error', 'access_denied');
+    else {
+      const code = `code-${randomBytes(12).toString('hex')}`;
+      this.codes.set(code, { team: team.id, redirectUri: q.get('redirect_uri') ?? undefined });
+      back.searchParams.set('code', code);
+    }
+    if (q.has('state')) back.searchParams.set('state', q.get('state')!);
+    res.writeHead(302, { location: back.toString() });
+    res.end();
+  }
+
+  /** oauth.v2.access: client credentials in the body (or HTTP Basic), then a code or a refresh token. */
+  private access(request: Recorded): Answer {
+    const refuse = (error: string): Answer => ({ status: 200, body: { ok: false, error } });
+    const basic = /^Basic (.+)$/.exec(request.headers.authorization ?? '')?.[1];
+    const [basicId, basicSecret] = basic ? Buffer.from(basic, 'base64').toString().split(':') : [];
+    const clientId = String(request.body.client_id ?? basicId ?? '');
+    const clientSecret = String(request.body.client_secret ?? basicSecret ?? '');
+    if (clientId !== this.clientId) return refuse('invalid_client_id');
+    if (clientSecret !== this.clientSecret) return refuse('bad_client_secret');
+    const grant = request.body.grant_type ?? 'authorization_code';
+    if (grant === 'refresh_token') {
+      const team = this.refreshTokens.get(String(request.body.refresh_token ?? ''));
+      if (!team) return refuse('invalid_refresh_token');
+      this.refreshTokens.delete(String(request.body.refresh_token));
+      this.refreshes.push(team.enterpriseId ?? team.id);
+      const { access_token, refresh_token, expires_in } = this.issue(team, ROTATED_TOKEN_SECONDS);
+      return { status: 200, body: { ok: true, token_type: 'bot', access_token, refresh_token, expires_in } };
+    }
+    if (grant !== 'authorization_code') return refuse('invalid_grant_type');
+    const code = this.codes.get(String(request.body.code ?? ''));
+    if (!code) return refuse('invalid_code');
+    // A code is good once, used or not.
+    this.codes.delete(String(request.body.code));
+    if (code.redirectUri !== undefined && request.body.redirect_uri !== code.redirectUri)
+      return refuse('bad_redirect_uri');
+    const team = this.teams.get(code.team)!;
+    const org = team.enterpriseId;
+    return {
+      status: 200,
+      body: {
+        ok: true,
+        app_id: 'A0FAKEAPP',
+        authed_user: { id: 'U0INSTALLER' },
+        scope:
+          'app_mentions:read,commands,chat:write,channels:history,groups:history,im:history,mpim:history',
+        token_type: 'bot',
+        bot_user_id: `UBOT${team.id.slice(1)}`.slice(0, 11),
+        team: org ? null : { id: team.id, name: team.name },
+        enterprise: org ? { id: org, name: team.name } : null,
+        is_enterprise_install: org !== undefined,
+        ...this.issue(team, team.expiresIn),
+      },
+    };
+  }
+
+  /** A bot token for the team; with `seconds`, a rotating one and its refresh token. */
+  private issue(team: FakeTeam, seconds?: number) {
+    const access_token = `xoxb-${team.id}-${randomBytes(8).toString('hex')}`;
+    const owner = team.enterpriseId ?? team.id;
+    this.tokens.set(access_token, {
+      team: owner,
+      ...(seconds ? { expiresAt: Date.now() + seconds * 1000 } : {}),
+    });
+    if (!seconds) return { access_token };
+    const refresh_token = `xoxe-1-${randomBytes(12).toString('hex')}`;
+    this.refreshTokens.set(refresh_token, team);
+    return { access_token, refresh_token, expires_in: seconds };
   }
 
   private post(body: Record<string, unknown>): Answer {

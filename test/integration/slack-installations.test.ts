@@ -1,0 +1,412 @@
+// One replyflow for many Slack workspaces (DESIGN.md §2, "Many workspaces"): teams installed through
+// the OAuth v2 flow against a fake Slack (authorize page, oauth.v2.access, token rotation), signed
+// event_callback envelopes through the real receiver, the event workflow on the dev server and
+// PostgreSQL. Each reply must carry its own team's token (the fake records every Authorization
+// header); a forged, replayed or expired state installs nothing; an uninstalled team's work stops
+// with nothing posted while the other teams are still answered; a rotating token is refreshed once.
+import assert from 'node:assert/strict';
+import type { AppMentionEvent } from '@slack/types';
+import type { Config } from '../../src/config';
+import { signSlackRequest } from '../../src/providers/slack';
+import type { ReceiverHandle } from '../../src/receiver';
+import { SLACK_EVENTS_ACTOR, SLACK_OAUTH_ACTOR } from '../../src/receiver/slack-install';
+import { connectClient, type TemporalClient } from '../../src/temporal/client';
+import { signInstallState } from '../../src/tenants/slack-oauth';
+import { statusQuery } from '../../workflows/messages';
+import type { EventResult } from '../../workflows/run-view';
+import { eventually } from '../helpers/eventually';
+import { FakeSlack } from '../helpers/fakes/slack';
+import { startTestReceiver, unreachablePool } from '../helpers/receiver';
+import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
+import { startTestWorker, testConfig, uniqueId } from '../helpers/system';
+import { auditRows, effectRows, waitForState } from '../helpers/workflows';
+
+const SIGNING_SECRET = 'slack-installations-test-signing-secret';
+
+/** A Slack id (upper-case letters and digits), new for each use. */
+const slackId = (prefix: string) => uniqueId(prefix).toUpperCase();
+
+let seq = 0;
+function nextTs(): string {
+  seq += 1;
+  return `${Math.floor(Date.now() / 1000)}.${String(seq).padStart(6, '0')}`;
+}
+
+/** The row tenant_credentials holds for a team, as the database shows it. */
+async function tenantRow(team: string) {
+  const { pool } = await database();
+  const { rows } = await pool.query(
+    'SELECT tenant, source, details, secret, expires_at, version, revoked_at, revoked_reason FROM tenant_credentials WHERE tenant = $1',
+    [`slack:${team}`],
+  );
+  return rows[0] as
+    | {
+        tenant: string;
+        source: string;
+        details: Record<string, unknown>;
+        secret: Buffer | null;
+        expires_at: Date | null;
+        version: number;
+        revoked_at: Date | null;
+        revoked_reason: string | null;
+      }
+    | undefined;
+}
+
+describe('Slack installations: many workspaces through the OAuth flow (receiver, worker, fake Slack)', function () {
+  this.timeout(180_000);
+  let slack: FakeSlack;
+  let config: Config;
+  let receiver: ReceiverHandle;
+  let temporal: TemporalClient;
+  let worker: { stop(): Promise<void> };
+
+  before(async () => {
+    const [server] = await Promise.all([devServer(), database()]);
+    slack = await new FakeSlack().start();
+    // No SLACK_BOT_TOKEN: every team answers with its own installation, or not at all.
+    config = testConfig({
+      SLACK_SIGNING_SECRET: SIGNING_SECRET,
+      SLACK_CLIENT_ID: slack.clientId,
+      SLACK_CLIENT_SECRET: slack.clientSecret,
+      SLACK_API_URL: `${slack.url}/api/`,
+    });
+    receiver = await startTestReceiver({ config, temporalAddress: server.address });
+    // The app's Redirect URL, as its OAuth settings at Slack would name it.
+    slack.redirectUri = `${receiver.url}/slack/oauth_redirect`;
+    temporal = await connectClient(server.address, 'default', TEST_ENCRYPTION_KEY);
+    worker = await startTestWorker({ address: server.address, config });
+  });
+  after(async () => {
+    await worker?.stop();
+    await receiver?.stop();
+    await temporal?.close();
+    await slack?.stop();
+  });
+
+  /** A workspace the fake Slack knows, new for each test. */
+  const newTeam = (options: { expiresIn?: number } = {}) => {
+    const id = slackId('T');
+    slack.team({ id, name: `Team ${id}`, ...options });
+    return id;
+  };
+
+  /** /slack/install → Slack's authorize page (the installer picks `team`) → where Slack sends them back. */
+  async function callbackFor(team: string, extra: Record<string, string> = {}): Promise<URL> {
+    const start = await fetch(`${receiver.url}/slack/install`, { redirect: 'manual' });
+    assert.equal(start.status, 302);
+    const authorize = new URL(start.headers.get('location')!);
+    assert.equal(`${authorize.origin}${authorize.pathname}`, `${slack.url}/oauth/v2/authorize`);
+    authorize.searchParams.set('team', team);
+    for (const [name, value] of Object.entries(extra)) authorize.searchParams.set(name, value);
+    const approved = await fetch(authorize, { redirect: 'manual' });
+    assert.equal(approved.status, 302, 'the fake Slack sends the installer back');
+    return new URL(approved.headers.get('location')!);
+  }
+
+  /** The whole flow, following every redirect as a browser does; the receiver's last page. */
+  async function install(team: string): Promise<{ status: number; page: string }> {
+    const start = await fetch(`${receiver.url}/slack/install`, { redirect: 'manual' });
+    const authorize = new URL(start.headers.get('location')!);
+    authorize.searchParams.set('team', team);
+    const done = await fetch(authorize);
+    return { status: done.status, page: await done.text() };
+  }
+
+  const exchanges = () => slack.to('/api/oauth.v2.access').length;
+
+  function appMention(channel: string, ts: string): AppMentionEvent {
+    return {
+      type: 'app_mention',
+      channel,
+      user: 'UPERSON01',
+      text: '<@UBOT> opening hours?',
+      ts,
+      event_ts: ts,
+    };
+  }
+
+  /** An event_callback envelope of `team`, as Slack signs it. */
+  async function deliver(team: string, event: object, status = 202) {
+    const body = JSON.stringify({
+      token: 'verification-token',
+      team_id: team,
+      api_app_id: 'A0FAKEAPP',
+      event,
+      type: 'event_callback',
+      event_id: slackId('Ev'),
+      event_time: Math.floor(Date.now() / 1000),
+      authorizations: [
+        { enterprise_id: null, team_id: team, user_id: 'UBOT', is_bot: true, is_enterprise_install: false },
+      ],
+    });
+    const response = await fetch(`${receiver.url}/webhooks/slack`, {
+      method: 'POST',
+      headers: signSlackRequest(SIGNING_SECRET, body),
+      body,
+    });
+    const answer = (await response.json()) as { workflowId: string };
+    assert.equal(response.status, status, JSON.stringify(answer));
+    return temporal.client.workflow.getHandle(answer.workflowId);
+  }
+
+  /** A mention in a new channel of `team`: its workflow handle and where the reply goes. */
+  async function mention(team: string) {
+    const channel = slackId('C');
+    const ts = nextTs();
+    return { channel, ts, handle: await deliver(team, appMention(channel, ts)) };
+  }
+
+  const postsIn = (channel: string) => slack.posts().filter((p) => p.body.channel === channel);
+
+  /** Exactly one post in the channel's thread, carrying `token`. */
+  function assertOneReplyWith(channel: string, token: string | undefined) {
+    const posts = postsIn(channel);
+    assert.equal(posts.length, 1, 'exactly one post');
+    assert.equal(slack.tokenOf(posts[0]!), token, "posted with the team's own token");
+    assert.equal(
+      slack.messages.filter((m) => m.channel === channel).length,
+      1,
+      'and the channel shows it once',
+    );
+  }
+
+  it("installs two teams through the flow and answers each team's event once, with that team's token", async () => {
+    const [a, b] = [newTeam(), newTeam()];
+    for (const team of [a, b]) {
+      const { status, page } = await install(team);
+      assert.equal(status, 200, page);
+      assert.match(page, new RegExp(`installed in <b>Team ${team}</b>`));
+      assert.doesNotMatch(page, /xox/, 'no token on the page');
+      const row = await tenantRow(team);
+      assert.equal(row?.source, 'oauth');
+      assert.equal(row?.details.teamId, team);
+      assert.equal(row?.details.teamName, `Team ${team}`);
+      assert.ok((row!.details.scopes as string[]).includes('chat:write'));
+      assert.doesNotMatch(JSON.stringify(row?.details), /xox/, 'no token in the details');
+      const [token] = slack.tokensOf(team);
+      assert.ok(token && !row!.secret!.includes(Buffer.from(token)), 'the token is stored sealed');
+      const audit = await auditRows(`tenant:slack:${team}`);
+      assert.deepEqual(
+        audit.map((r) => [r.actor, r.action]),
+        [[SLACK_OAUTH_ACTOR, 'tenant add']],
+      );
+    }
+    const [fromA, fromB] = await Promise.all([mention(a), mention(b)]);
+    for (const { handle } of [fromA, fromB])
+      assert.equal(((await handle.result()) as EventResult).state, 'succeeded');
+    assertOneReplyWith(fromA.channel, slack.tokensOf(a)[0]);
+    assertOneReplyWith(fromB.channel, slack.tokensOf(b)[0]);
+    assert.equal(postsIn(fromA.channel)[0]!.body.thread_ts, fromA.ts, "in the mention's thread");
+  });
+
+  it('answers a team that never installed the app with nothing posted and a fix that says to install it', async () => {
+    const team = newTeam();
+    const { channel, handle } = await mention(team);
+    const failed = await waitForState(handle, 'failed');
+    assert.equal(failed.lastErrorClass, 'permanent');
+    assert.match(failed.recommendedAction ?? '', /install the app in that workspace .*\/slack\/install/);
+    assert.equal(postsIn(channel).length, 0, 'nothing reached Slack');
+    await handle.terminate('test done');
+  });
+
+  it('installs nothing for a forged or missing state, and asks Slack nothing', async () => {
+    const team = newTeam();
+    const callback = await callbackFor(team);
+    const genuine = callback.searchParams.get('state')!;
+    const forgeries = [
+      signInstallState('not-the-client-secret'),
+      `${genuine.slice(0, -2)}${genuine.endsWith('AA') ? 'BB' : 'AA'}`,
+      'v1.abc.def.ghi',
+    ];
+    const before = exchanges();
+    for (const state of [...forgeries, undefined]) {
+      const forged = new URL(callback);
+      if (state === undefined) forged.searchParams.delete('state');
+      else forged.searchParams.set('state', state);
+      const response = await fetch(forged);
+      assert.equal(response.status, 400, `refused: ${state}`);
+      assert.match(await response.text(), /not a valid install/);
+    }
+    assert.equal(exchanges(), before, 'no call to oauth.v2.access');
+    assert.equal(await tenantRow(team), undefined, 'nothing stored');
+  });
+
+  it('installs nothing for an expired state, nor for a callback replayed after the install', async () => {
+    const late = newTeam();
+    const callback = await callbackFor(late);
+    const before = exchanges();
+    callback.searchParams.set('state', signInstallState(slack.clientSecret, Date.now() - 11 * 60_000));
+    const expired = await fetch(callback);
+    assert.equal(expired.status, 400);
+    assert.match(await expired.text(), /expired/);
+    assert.equal(exchanges(), before, 'no call to oauth.v2.access');
+    assert.equal(await tenantRow(late), undefined);
+
+    const team = newTeam();
+    const once = await callbackFor(team);
+    assert.equal((await fetch(once)).status, 200);
+    const installed = await tenantRow(team);
+    const replayed = await fetch(once);
+    assert.equal(replayed.status, 400, 'Slack refuses a code used once');
+    assert.match(await replayed.text(), /invalid_code/);
+    assert.deepEqual(await tenantRow(team), installed, 'the installation is unchanged');
+  });
+
+  it('says the install was cancelled when the installer declines, and stores nothing', async () => {
+    const team = newTeam();
+    const callback = await callbackFor(team, { deny: 'true' });
+    assert.equal(callback.searchParams.get('error'), 'access_denied');
+    const response = await fetch(callback);
+    assert.equal(response.status, 200);
+    assert.match(await response.text(), /Install cancelled/);
+    assert.equal(await tenantRow(team), undefined);
+  });
+
+  it('stops an uninstalled team: a pending retry and its next event fail with nothing posted, other teams still answered; a reinstall lifts it', async () => {
+    const [gone, stays] = [newTeam(), newTeam()];
+    for (const team of [gone, stays]) assert.equal((await install(team)).status, 200);
+    const oldToken = slack.tokensOf(gone)[0]!;
+
+    // A reply Slack rate-limits, waiting for its retry when the uninstall arrives.
+    slack.next({ status: 429, retryAfter: '5' });
+    const pending = await mention(gone);
+    await eventually('the reply waits for its retry', async () => {
+      const [row] = await effectRows(`chat:slack:${gone}:${pending.channel}:`);
+      return row?.status === 'retry_wait';
+    });
+    slack.uninstall(gone);
+    const notice = await deliver(gone, { type: 'app_uninstalled' });
+    assert.equal(((await notice.result()) as EventResult).state, 'succeeded', 'acknowledged and done');
+    const row = await tenantRow(gone);
+    assert.ok(row?.revoked_at, 'revoked');
+    assert.equal(row?.secret, null, 'the token is erased');
+    assert.equal(row?.revoked_reason, 'app_uninstalled');
+    const audit = await auditRows(`tenant:slack:${gone}`);
+    assert.deepEqual(audit.at(-1) && [audit.at(-1).actor, audit.at(-1).action], [
+      SLACK_EVENTS_ACTOR,
+      'tenant revoke',
+    ]);
+
+    const failedRetry = await waitForState(pending.handle, 'failed');
+    const next = await mention(gone);
+    const failedNext = await waitForState(next.handle, 'failed');
+    for (const failed of [failedRetry, failedNext]) {
+      assert.equal(failed.lastErrorClass, 'permanent');
+      assert.match(failed.recommendedAction ?? '', /uninstalled, or its tokens revoked, in that workspace/);
+    }
+    assert.equal(postsIn(pending.channel).length, 1, 'only the rate-limited attempt reached Slack');
+    assert.equal(postsIn(next.channel).length, 0, 'nothing sent with the revoked token');
+    assert.equal(slack.messages.filter((m) => [pending.channel, next.channel].includes(m.channel)).length, 0);
+
+    const other = await mention(stays);
+    assert.equal(((await other.handle.result()) as EventResult).state, 'succeeded');
+    assertOneReplyWith(other.channel, slack.tokensOf(stays)[0]);
+
+    // Slack may say it twice: the second notice changes nothing.
+    await (await deliver(gone, { type: 'app_uninstalled' })).result();
+    assert.equal((await tenantRow(gone))?.version, row?.version);
+
+    assert.equal((await install(gone)).status, 200);
+    const reinstalled = await tenantRow(gone);
+    assert.equal(reinstalled?.revoked_at, null, 'the reinstall lifts the revocation');
+    const again = await mention(gone);
+    assert.equal(((await again.handle.result()) as EventResult).state, 'succeeded');
+    const newToken = slack.tokensOf(gone).at(-1);
+    assert.notEqual(newToken, oldToken);
+    assertOneReplyWith(again.channel, newToken);
+    for (const handle of [pending.handle, next.handle]) await handle.terminate('test done');
+  });
+
+  it('revokes a team whose bot token was revoked (tokens_revoked), and not for user tokens only', async () => {
+    const [bot, user] = [newTeam(), newTeam()];
+    for (const team of [bot, user]) assert.equal((await install(team)).status, 200);
+    await (await deliver(user, { type: 'tokens_revoked', tokens: { oauth: ['UPERSON01'] } })).result();
+    assert.equal((await tenantRow(user))?.revoked_at, null, 'a user token is not the installation');
+    await (await deliver(bot, { type: 'tokens_revoked', tokens: { bot: ['UBOT'] } })).result();
+    assert.equal((await tenantRow(bot))?.revoked_reason, 'tokens_revoked');
+  });
+
+  it('answers 503 when the revocation cannot be recorded, so that Slack delivers it again', async () => {
+    const team = newTeam();
+    assert.equal((await install(team)).status, 200);
+    const server = await devServer();
+    const cut = await startTestReceiver({ config, temporalAddress: server.address, pool: unreachablePool() });
+    try {
+      const body = JSON.stringify({
+        team_id: team,
+        api_app_id: 'A0FAKEAPP',
+        event: { type: 'app_uninstalled' },
+        type: 'event_callback',
+        event_id: slackId('Ev'),
+        event_time: Math.floor(Date.now() / 1000),
+      });
+      const response = await fetch(`${cut.url}/webhooks/slack`, {
+        method: 'POST',
+        headers: signSlackRequest(SIGNING_SECRET, body),
+        body,
+      });
+      assert.equal(response.status, 503);
+      assert.ok(response.headers.get('retry-after'));
+      assert.equal((await tenantRow(team))?.revoked_at, null);
+      const redelivered = await fetch(`${receiver.url}/webhooks/slack`, {
+        method: 'POST',
+        headers: signSlackRequest(SIGNING_SECRET, body),
+        body,
+      });
+      assert.equal(redelivered.status, 202);
+      assert.ok((await tenantRow(team))?.revoked_at, 'the redelivery revoked it');
+    } finally {
+      await cut.stop();
+    }
+  });
+
+  it('refreshes a token near its expiry once and posts with the new one; a token Slack calls expired is refreshed too', async () => {
+    // Token rotation: the installed token expires in two minutes, inside the refresh margin.
+    const team = newTeam({ expiresIn: 120 });
+    assert.equal((await install(team)).status, 200);
+    const installed = await tenantRow(team);
+    assert.ok(installed?.expires_at && installed.expires_at.getTime() < Date.now() + 121_000);
+
+    const first = await mention(team);
+    assert.equal(((await first.handle.result()) as EventResult).state, 'succeeded');
+    const second = await mention(team);
+    assert.equal(((await second.handle.result()) as EventResult).state, 'succeeded');
+    assert.deepEqual(slack.refreshes.filter((t) => t === team).length, 1, 'refreshed once');
+    const [original, refreshed] = slack.tokensOf(team);
+    assertOneReplyWith(first.channel, refreshed);
+    assertOneReplyWith(second.channel, refreshed);
+    assert.notEqual(refreshed, original);
+    const stored = await tenantRow(team);
+    assert.equal(stored?.version, installed.version + 1, 'stored over the version it replaced');
+    assert.ok(
+      stored?.expires_at && stored.expires_at.getTime() > Date.now() + 11 * 3_600_000,
+      "Slack's 12 h",
+    );
+
+    slack.expire(team);
+    const third = await mention(team);
+    assert.equal(((await third.handle.result()) as EventResult).state, 'succeeded');
+    assert.equal(slack.refreshes.filter((t) => t === team).length, 2);
+    const posts = postsIn(third.channel);
+    assert.deepEqual(
+      posts.map((p) => slack.tokenOf(p)),
+      [refreshed, slack.tokensOf(team)[2]],
+      'refused as expired, then posted once with the new token',
+    );
+    assert.equal(slack.messages.filter((m) => m.channel === third.channel).length, 1);
+  });
+
+  it('shows the workflow status of a revoked team without a token anywhere', async () => {
+    const team = newTeam();
+    assert.equal((await install(team)).status, 200);
+    const token = slack.tokensOf(team)[0]!;
+    slack.uninstall(team);
+    await (await deliver(team, { type: 'app_uninstalled' })).result();
+    const { handle } = await mention(team);
+    const failed = await waitForState(handle, 'failed');
+    assert.doesNotMatch(JSON.stringify(await handle.query(statusQuery)), new RegExp(token));
+    assert.doesNotMatch(JSON.stringify(failed), /xox/);
+    await handle.terminate('test done');
+  });
+});
