@@ -126,18 +126,28 @@ describe('Slack installations: many workspaces through the OAuth flow (receiver,
     };
   }
 
-  /** An event_callback envelope of `team`, as Slack signs it. */
-  async function deliver(team: string, event: object, status = 202) {
+  /**
+   * An event_callback envelope of `team`, as Slack signs it; with `org`, from a workspace of an
+   * Enterprise Grid organisation that installed the app org-wide.
+   */
+  async function deliver(team: string, event: object, status = 202, org?: string) {
     const body = JSON.stringify({
       token: 'verification-token',
       team_id: team,
+      ...(org ? { enterprise_id: org } : {}),
       api_app_id: 'A0FAKEAPP',
       event,
       type: 'event_callback',
       event_id: slackId('Ev'),
       event_time: Math.floor(Date.now() / 1000),
       authorizations: [
-        { enterprise_id: null, team_id: team, user_id: 'UBOT', is_bot: true, is_enterprise_install: false },
+        {
+          enterprise_id: org ?? null,
+          team_id: org ? null : team,
+          user_id: 'UBOT',
+          is_bot: true,
+          is_enterprise_install: org !== undefined,
+        },
       ],
     });
     const response = await fetch(`${receiver.url}/webhooks/slack`, {
@@ -151,10 +161,10 @@ describe('Slack installations: many workspaces through the OAuth flow (receiver,
   }
 
   /** A mention in a new channel of `team`: its workflow handle and where the reply goes. */
-  async function mention(team: string) {
+  async function mention(team: string, org?: string) {
     const channel = slackId('C');
     const ts = nextTs();
-    return { channel, ts, handle: await deliver(team, appMention(channel, ts)) };
+    return { channel, ts, handle: await deliver(team, appMention(channel, ts), 202, org) };
   }
 
   const postsIn = (channel: string) => slack.posts().filter((p) => p.body.channel === channel);
@@ -198,6 +208,26 @@ describe('Slack installations: many workspaces through the OAuth flow (receiver,
     assertOneReplyWith(fromA.channel, slack.tokensOf(a)[0]);
     assertOneReplyWith(fromB.channel, slack.tokensOf(b)[0]);
     assert.equal(postsIn(fromA.channel)[0]!.body.thread_ts, fromA.ts, "in the mention's thread");
+  });
+
+  it("stores an org-wide install under its organisation, and answers any of the organisation's workspaces with its token", async () => {
+    const org = slackId('E');
+    const id = slackId('T');
+    slack.team({ id, name: `Org ${org}`, enterpriseId: org });
+    const { status, page } = await install(id);
+    assert.equal(status, 200, page);
+    const { pool } = await database();
+    const { rows } = await pool.query('SELECT tenant, details FROM tenant_credentials WHERE tenant = $1', [
+      `slack:${org}`,
+    ]);
+    assert.equal(rows.length, 1, 'one installation, for the organisation');
+    assert.equal(rows[0].details.enterpriseId, org);
+    const workspaces = [slackId('T'), slackId('T')];
+    const mentions = await Promise.all(workspaces.map((workspace) => mention(workspace, org)));
+    for (const { handle, channel } of mentions) {
+      assert.equal(((await handle.result()) as EventResult).state, 'succeeded');
+      assertOneReplyWith(channel, slack.tokensOf(org)[0]);
+    }
   });
 
   it('answers a team that never installed the app with nothing posted and a fix that says to install it', async () => {
