@@ -82,17 +82,29 @@ export function slackTokens(deps: SlackTokenDeps) {
     credential.record.expiresAt !== undefined &&
     credential.record.expiresAt.getTime() - now() < SLACK_REFRESH_MARGIN_MS;
 
-  async function refreshOnce(tenant: string, credential: Credential, signal?: AbortSignal) {
+  async function refreshOnce(tenant: string, credential: Credential, signal?: AbortSignal, expired = false) {
     const running = refreshing.get(tenant);
     if (running) return running;
-    const next = notSent(refreshStored(tenant, credential, signal)).finally(() => refreshing.delete(tenant));
+    const next = notSent(refreshStored(tenant, credential, signal, expired)).finally(() =>
+      refreshing.delete(tenant),
+    );
     refreshing.set(tenant, next);
     return next;
   }
 
-  async function refreshStored(tenant: string, credential: Credential, signal?: AbortSignal) {
+  /** `expired`: Slack said so, whatever the stored expiry says. */
+  async function refreshStored(
+    tenant: string,
+    credential: Credential,
+    signal: AbortSignal | undefined,
+    expired: boolean,
+  ) {
+    // Until it has expired, a token that cannot be refreshed right now still answers.
+    const stillValid = !expired && (credential.record.expiresAt?.getTime() ?? 0) > now();
     const refreshToken = credential.secret?.refreshToken;
-    if (!refreshToken || !deps.refresh || !deps.replaceSecret)
+    const { refresh, replaceSecret } = deps;
+    if (!refreshToken || !refresh || !replaceSecret) {
+      if (stillValid) return usable(tenant, credential);
       throw new TargetError(
         'permanent',
         `slack: the bot token of ${tenant} expired and cannot be refreshed`,
@@ -102,11 +114,14 @@ export function slackTokens(deps: SlackTokenDeps) {
             : INSTALL_FIX(tenant),
         },
       );
+    }
     let token: RefreshedToken;
     try {
-      token = await deps.refresh(refreshToken, signal);
+      token = await refresh(refreshToken, signal);
     } catch (err) {
-      if (!(err instanceof SlackOAuthError) || !err.reached)
+      const unreached = !(err instanceof SlackOAuthError) || !err.reached;
+      if (unreached && stillValid) return usable(tenant, credential);
+      if (unreached)
         throw new TargetError(
           'retryable',
           `slack: could not refresh the bot token of ${tenant}: nothing was sent`,
@@ -117,17 +132,16 @@ export function slackTokens(deps: SlackTokenDeps) {
         return usable(tenant, latest);
       throw new TargetError(
         'permanent',
-        `slack: refreshing the bot token of ${tenant} failed (${err.code})`,
+        `slack: refreshing the bot token of ${tenant} failed (${err.code ?? 'unexpected answer'})`,
         {
-          fix:
-            err.code === 'invalid_client_id' || err.code === 'bad_client_secret'
-              ? 'check SLACK_CLIENT_ID and SLACK_CLIENT_SECRET on workers, then reprocess'
-              : INSTALL_FIX(tenant),
+          fix: ['invalid_client_id', 'bad_client_secret'].includes(err.code ?? '')
+            ? 'check SLACK_CLIENT_ID and SLACK_CLIENT_SECRET on workers, then reprocess'
+            : INSTALL_FIX(tenant),
         },
       );
     }
     const secret = { botToken: token.botToken, refreshToken: token.refreshToken };
-    const replaced = await deps.replaceSecret(tenant, credential.record.version, secret, token.expiresAt);
+    const replaced = await replaceSecret(tenant, credential.record.version, secret, token.expiresAt);
     if (replaced) return usable(tenant, { ...credential, secret });
     // Changed meanwhile (refreshed elsewhere, reinstalled, revoked): what is stored now counts.
     const latest = await stored(tenant);
@@ -169,7 +183,7 @@ export function slackTokens(deps: SlackTokenDeps) {
       if (!latest) return undefined;
       const current = usable(used.tenant, latest);
       if (current.token !== used.token && !expiresSoon(latest)) return current;
-      return refreshOnce(used.tenant, latest, signal);
+      return refreshOnce(used.tenant, latest, signal, current.token === used.token);
     },
 
     /**

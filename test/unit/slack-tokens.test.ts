@@ -130,8 +130,23 @@ describe('Slack tokens per team (slackTokens)', () => {
     await assert.rejects(tokens.forTenant(TENANT), permanent(/SLACK_CLIENT_ID and SLACK_CLIENT_SECRET/));
   });
 
-  it('counts a failure before the post (Slack unreachable, the database down) as retryable', async () => {
+  it('keeps using a token near its expiry while it cannot be refreshed (no client credentials, Slack unreachable)', async () => {
     const rows = table({ botToken: 'xoxb-1', refreshToken: 'xoxe-1' }, 60_000);
+    const without = slackTokens({ tenants: rows.tenants, replaceSecret: rows.replaceSecret, now: () => NOW });
+    assert.equal((await without.forTenant(TENANT)).token, 'xoxb-1');
+    const unreachable = slackTokens({
+      tenants: rows.tenants,
+      replaceSecret: rows.replaceSecret,
+      refresh: async () => {
+        throw new SlackOAuthError('unreachable', false);
+      },
+      now: () => NOW,
+    });
+    assert.equal((await unreachable.forTenant(TENANT)).token, 'xoxb-1');
+  });
+
+  it('counts a failure before the post (Slack unreachable, the database down) as retryable', async () => {
+    const rows = table({ botToken: 'xoxb-1', refreshToken: 'xoxe-1' }, -1000);
     const unreachable = slackTokens({
       tenants: rows.tenants,
       replaceSecret: rows.replaceSecret,
