@@ -16,7 +16,7 @@ import { statusQuery } from '../../workflows/messages';
 import type { EventResult } from '../../workflows/run-view';
 import { eventually } from '../helpers/eventually';
 import { FakeSlack } from '../helpers/fakes/slack';
-import { startTestReceiver, unreachablePool } from '../helpers/receiver';
+import { capturedLogger, startTestReceiver, unreachablePool } from '../helpers/receiver';
 import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
 import { startTestWorker, testConfig, uniqueId } from '../helpers/system';
 import { auditRows, effectRows, waitForState } from '../helpers/workflows';
@@ -60,6 +60,8 @@ describe('Slack installations: many workspaces through the OAuth flow (receiver,
   let receiver: ReceiverHandle;
   let temporal: TemporalClient;
   let worker: { stop(): Promise<void> };
+  /** The receiver's log, at its most verbose: what it must never say is checked at the end. */
+  const log = capturedLogger();
 
   before(async () => {
     const [server] = await Promise.all([devServer(), database()]);
@@ -71,7 +73,7 @@ describe('Slack installations: many workspaces through the OAuth flow (receiver,
       SLACK_CLIENT_SECRET: slack.clientSecret,
       SLACK_API_URL: `${slack.url}/api/`,
     });
-    receiver = await startTestReceiver({ config, temporalAddress: server.address });
+    receiver = await startTestReceiver({ config, temporalAddress: server.address, logger: log.logger });
     // The app's Redirect URL, as its OAuth settings at Slack would name it.
     slack.redirectUri = `${receiver.url}/slack/oauth_redirect`;
     temporal = await connectClient(server.address, 'default', TEST_ENCRYPTION_KEY);
@@ -427,6 +429,51 @@ describe('Slack installations: many workspaces through the OAuth flow (receiver,
     assert.equal(slack.messages.filter((m) => m.channel === third.channel).length, 1);
   });
 
+  it("shows a page and stores nothing when Slack refuses the app's credentials, is unreachable, or PostgreSQL is down", async () => {
+    const server = await devServer();
+    const team = newTeam();
+    const attempt = async (env: Record<string, string>, pool?: ReturnType<typeof unreachablePool>) => {
+      const other = await startTestReceiver({
+        config: testConfig({ ...env, SLACK_SIGNING_SECRET: SIGNING_SECRET }),
+        temporalAddress: server.address,
+        ...(pool ? { pool } : {}),
+      });
+      try {
+        const start = await fetch(`${other.url}/slack/install`, { redirect: 'manual' });
+        // The installer's browser reaches Slack even when this receiver cannot (SLACK_API_URL closed).
+        const authorize = new URL(
+          `/oauth/v2/authorize${new URL(start.headers.get('location')!).search}`,
+          slack.url,
+        );
+        authorize.searchParams.set('team', team);
+        // The app's Redirect URL names the suite's receiver; this one is another receiver of the app.
+        const callback = new URL((await fetch(authorize, { redirect: 'manual' })).headers.get('location')!);
+        const done = await fetch(`${other.url}${callback.pathname}${callback.search}`);
+        return { status: done.status, page: await done.text() };
+      } finally {
+        await other.stop();
+      }
+    };
+    const credentials = {
+      SLACK_CLIENT_ID: slack.clientId,
+      SLACK_CLIENT_SECRET: slack.clientSecret,
+      SLACK_API_URL: `${slack.url}/api/`,
+    };
+    const wrongSecret = await attempt({ ...credentials, SLACK_CLIENT_SECRET: 'not-the-apps-secret' });
+    assert.equal(wrongSecret.status, 400);
+    assert.match(wrongSecret.page, /Slack refused the install \(bad_client_secret\)/);
+    assert.doesNotMatch(wrongSecret.page, /not-the-apps-secret/);
+
+    const unreachable = await attempt({ ...credentials, SLACK_API_URL: 'http://127.0.0.1:1/api/' });
+    assert.equal(unreachable.status, 502);
+    assert.match(unreachable.page, /Slack could not be reached/);
+
+    const downDb = await attempt(credentials, unreachablePool());
+    assert.equal(downDb.status, 503);
+    assert.match(downDb.page, /could not be saved/);
+    assert.equal(await tenantRow(team), undefined);
+  });
+
   it('shows the workflow status of a revoked team without a token anywhere', async () => {
     const team = newTeam();
     assert.equal((await install(team)).status, 200);
@@ -438,5 +485,12 @@ describe('Slack installations: many workspaces through the OAuth flow (receiver,
     assert.doesNotMatch(JSON.stringify(await handle.query(statusQuery)), new RegExp(token));
     assert.doesNotMatch(JSON.stringify(failed), /xox/);
     await handle.terminate('test done');
+  });
+
+  it('never logs a token, a code or the client secret', () => {
+    const text = log.raw();
+    assert.match(text, /slack app installed/, 'the receiver did log the installs');
+    for (const secret of [/xox[bep]-/, /code-[0-9a-f]{8}/, new RegExp(slack.clientSecret)])
+      assert.doesNotMatch(text, secret);
   });
 });
