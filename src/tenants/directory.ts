@@ -2,6 +2,8 @@
 // cache, so that verifying each LINE request or sending each reply does not read PostgreSQL every time,
 // and a tenant added or rotated by an admin (or installed through Slack) is picked up within `ttlMs`
 // without a restart. A caller whose credential was refused asks again with `fresh` (a rotated secret).
+// The Slack target reads with `fresh` every time (src/targets/slack-tokens.ts): an uninstall recorded
+// by any receiver must stop that team's very next send.
 import type { Pool } from '../db/pool';
 import {
   createTenantCredentialStore,
