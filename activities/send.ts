@@ -24,6 +24,11 @@ const WRITE_MARGIN_MS = 200;
 /** A send waits inside its attempt (TURN_WAIT_MS at most) only when that many earlier sends at most are pending; further back, it waits to be told. */
 const TURN_WAIT_POSITIONS = 3;
 const TURN_POLL_MS = 25;
+/**
+ * A paced send waits this long at most for its destination's slot (src/db/send-pacing.ts), and never
+ * more than a quarter of its lease; further off, it goes unpaced and the target's 429 decides.
+ */
+const MAX_PACE_WAIT_MS = 5000;
 
 /** Exponential backoff from 1 s, capped at 10 min, never sooner than Retry-After, plus up to 20 % jitter (Temporal adds none). */
 export function retryDelayMs(attempt: number, retryAfterMs?: number, random = Math.random): number {
@@ -44,7 +49,7 @@ interface Attempt {
   log: ActivityDeps['logger'];
 }
 
-export function sendActivities({ pool, effects, targets, logger, metrics, policy }: ActivityDeps) {
+export function sendActivities({ pool, effects, pacing, targets, logger, metrics, policy }: ActivityDeps) {
   /**
    * Waits a little inside the attempt while an earlier send of the conversation is pending and close
    * ahead (its turn is a send or two away): cheaper than answering `wait` and being told later, which
@@ -132,6 +137,12 @@ export function sendActivities({ pool, effects, targets, logger, metrics, policy
       if (gather > 0) await activity.sleep(Math.min(gather, deadline - Date.now() - 2 * LEASE_MARGIN_MS));
       const earlier = await waitInTurn(input.effectId, activity);
       if (earlier > 0) return { result: 'wait', earlier, attempts: 0 };
+      const pace = target.pace?.(input.step);
+      if (pace) {
+        const maxWaitMs = Math.min(MAX_PACE_WAIT_MS, policy.sendTimeoutMs / 4);
+        const waitMs = await pacing.reserve(pace.key, pace.intervalMs, maxWaitMs);
+        if (waitMs) await activity.sleep(waitMs);
+      }
       const resendSafe = (attempt: number) =>
         target.resendSafe?.(input.step, attempt) ?? target.capabilities.idempotencyKey;
       // The lease is SEND_TIMEOUT, and always ends before Temporal's timeout (which includes the gather).
