@@ -109,6 +109,8 @@ function startDevArgs(options: DevServerOptions, ports: Ports, namespace: string
   // Where no browser connects; the HTTP API, besides, accepts no Host at all.
   args.push('--http-port', String(ports.http), '--metrics-port', String(ports.metrics));
   args.push('--dynamic-config-value', `frontend.httpAllowedHosts=${JSON.stringify([HTTP_API_OFF])}`);
+  // Each conversation's tasks take turns with the others' (src/receiver/start-event.ts fairnessKeyOf).
+  args.push('--dynamic-config-value', 'matching.enableFairness=true');
   if (options.dbFile) {
     keepPrivate(options.dbFile);
     args.push('--db-filename', options.dbFile);
