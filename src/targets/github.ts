@@ -28,10 +28,10 @@ export interface GithubTargetOptions {
   apiUrl: string;
 }
 
-/** The token a request goes with, and what to tell an operator when GitHub refuses it. */
+/** The token a request goes with, and whose it is. */
 interface Credential {
   token: string;
-  /** Set for an installation's token: GitHub's refusal of it drops it from the cache. */
+  /** Set for an installation's token: a refusal names the app in its fix and drops the token. */
   installationId?: string;
 }
 

@@ -262,6 +262,25 @@ describe('GitHub target with a GitHub App (installation tokens from a fake GitHu
     assert.deepEqual(tokensOn(repo), []);
   });
 
+  it('gives up waiting for a hung token request when the attempt runs out of time, posting nothing', async () => {
+    const id = installation();
+    github.installations.add(id);
+    github.nextTokenRequest('hang');
+    const repo = uniqueId('repo');
+    await assert.rejects(
+      target().send({
+        effectId: uniqueId('eff-'),
+        step: step(repo, `github:${id}`),
+        body: { text: 'thanks' },
+        signal: AbortSignal.timeout(300),
+        attempt: 1,
+      }),
+      refused('retryable', /no installation token before the attempt timed out: nothing was posted/),
+    );
+    assert.equal(github.tokenRequests(id).length, 1);
+    assert.deepEqual(tokensOn(repo), []);
+  });
+
   it('refuses a tenant that is not a GitHub installation, before any request', async () => {
     const before = github.requests.length;
     await assert.rejects(
