@@ -43,6 +43,8 @@ export function installationTokens({
   now = Date.now,
 }: GithubAppOptions): InstallationTokens {
   const cached = new Map<string, { token: string; refreshAt: number }>();
+  // One request per installation at a time, however many sends wait (the library shares concurrent
+  // requests too, but process-wide by installation id alone, whichever app asks).
   const pending = new Map<string, Promise<string>>();
   let auth: Promise<AppAuth> | undefined;
   // @octokit/auth-app and @octokit/request are published as ES modules only: a dynamic import loads
