@@ -71,6 +71,10 @@ export function githubTarget({ token, app, apiUrl }: GithubTargetOptions): Targe
   return {
     name: 'github',
     capabilities: { idempotencyKey: false, lookup: true, consistencyDelayMs: GITHUB_CONSISTENCY_DELAY_MS },
+    // "If you are making a large number of POST, PATCH, PUT, or DELETE requests for a single user or
+    // client ID, wait at least one second between each request" (GitHub's REST best practices): per
+    // installation, or per personal token.
+    pace: (step) => ({ key: step.destination.tenant ?? 'github', intervalMs: 1000 }),
 
     async send({ effectId, step, body, signal }) {
       const text = messageText(body);
