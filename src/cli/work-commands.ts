@@ -207,6 +207,7 @@ function printInspection(io: CliIo, { workflow, effects, audit }: Inspection): v
   );
   const fields: [string, unknown][] = [
     ['state', s.state],
+    ['tenant', workflow.tenant],
     ['step', s.step],
     ['attempts', s.attempts],
     ['last error class', s.lastErrorClass],

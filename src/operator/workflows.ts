@@ -155,6 +155,8 @@ export async function listWork(
 export interface WorkflowStatus {
   workflowId: string;
   runId: string;
+  /** The `Tenant` search attribute: the account the event came through. */
+  tenant?: string;
   execution: string;
   taskQueue: string;
   startedAt: string;
@@ -191,6 +193,7 @@ export async function workflowStatus(
   return {
     workflowId,
     runId: description.runId,
+    tenant: description.typedSearchAttributes.get(Tenant),
     execution: description.status.name,
     taskQueue: description.taskQueue,
     startedAt: description.startTime.toISOString(),

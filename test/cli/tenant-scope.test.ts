@@ -5,6 +5,7 @@
 // the operator API, by the codec server's sealing endpoint, and by the workflow's own decision check.
 import assert from 'node:assert/strict';
 import type { WorkflowHandle } from '@temporalio/client';
+import type { Inspection } from '../../src/operator/inspect';
 import type { SelectionItem } from '../../src/operator/selection';
 import type { WorkItem } from '../../src/operator/workflows';
 import type { InboundEvent } from '../../src/providers/types';
@@ -174,7 +175,8 @@ describe('operator CLI: work by tenant, operators limited to tenants (dev server
     const shown = await cli(['show', b.workflowId], { as: teamA });
     assert.equal(shown.code, 2);
     assert.equal(shown.stderr, `replyflow: no workflow ${b.workflowId}\n`);
-    assert.equal((await cli(['show', a.workflowId], { as: teamA })).code, 0);
+    const own = await cliJson<Inspection>(['show', a.workflowId], { as: teamA });
+    assert.deepEqual([own.workflow.status.state, own.workflow.tenant], ['held', T1]);
     await clean(b);
     assert.ok((await auditRows(b.workflowId)).length > 0, 'B’s workflow has audit rows');
     assert.deepEqual(await cliJson(['audit', '--workflow', b.workflowId], { as: teamA }), []);
