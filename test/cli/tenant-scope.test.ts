@@ -32,15 +32,18 @@ describe('operator CLI: work by tenant, operators limited to tenants (dev server
   const T2 = `slack:${uniqueId('T')}`;
   /** Every tenant, view only. */
   let viewer: TestOperator;
-  /** Team T1's operator: may discard and reprocess, only T1's work. */
+  /** Team T1's operator: may discard, reprocess and move conversations, only T1's work. */
   let teamA: TestOperator;
 
   before(async () => {
     viewer = await testOperator(['view']);
     const name = uniqueId('team-a-');
-    const added = await cli(['operator', 'add', name, '--roles', 'discard,reprocess', '--tenants', T1], {
-      env: await adminEnv(),
-    });
+    const added = await cli(
+      ['operator', 'add', name, '--roles', 'discard,reprocess,conversation', '--tenants', T1],
+      {
+        env: await adminEnv(),
+      },
+    );
     assert.equal(added.code, 0, added.stderr);
     const token = /^token: (\S+)$/m.exec(added.stdout)?.[1];
     assert.ok(token);
@@ -257,6 +260,26 @@ describe('operator CLI: work by tenant, operators limited to tenants (dev server
     assert.equal(decode.status, 403);
     assert.equal((await b.query(statusQuery)).state, 'held');
     await clean(b);
+  });
+
+  it('refuses team A’s operator what spans every tenant: reconcile and conversation moves, audited', async () => {
+    for (const [argv, action, target] of [
+      [['reconcile'], 'reconcile', 'reconcile'],
+      [
+        ['conversation', 'handback', `sandbox:${uniqueId('c')}`, '--reason', 'r'],
+        'conversation:handback',
+        '',
+      ],
+    ] as const) {
+      const refused = await cli([...argv], { as: teamA });
+      assert.equal(refused.code, 2, argv.join(' '));
+      assert.match(refused.stderr, /covers every tenant's work: \S+ works for some tenants only\n$/);
+      const rows = await auditRows(target || `conversation:${argv[2]}`);
+      assert.deepEqual(
+        rows.filter((r) => r.actor === teamA.account.name).map((r) => [r.action, r.result]),
+        [[action, "rejected: not permitted: every tenant's work"]],
+      );
+    }
   });
 
   it("refuses in the workflow's own decision check a sealed decision of team A's operator on B's work", async () => {
