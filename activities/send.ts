@@ -13,6 +13,7 @@ import {
   TURN_WAIT_MS,
 } from '../src/model';
 import { TargetError } from '../src/targets/types';
+import type { SendLabels } from '../src/worker-metrics';
 import type { ActivityDeps } from './deps';
 import { writeOutcome } from './ledger';
 import { tellNextInLine } from './next-in-line';
@@ -45,7 +46,8 @@ interface Attempt {
   resendSafe: boolean;
   /** Temporal's attempt number, for the backoff. */
   temporalAttempt: number;
-  target: string;
+  /** The target, and the tenant whose credential the send used: the metrics' labels. */
+  send: SendLabels;
   log: ActivityDeps['logger'];
 }
 
@@ -68,7 +70,7 @@ export function sendActivities({ pool, effects, pacing, targets, logger, metrics
 
   /** Turns a classified failure into the next state: retry (same key), failed, or unknown. */
   async function settleFailure(err: unknown, attempt: Attempt): Promise<SendOutcome> {
-    const { effectId, token, target, log } = attempt;
+    const { effectId, token, send, log } = attempt;
     const classified =
       err instanceof TargetError
         ? err
@@ -77,7 +79,7 @@ export function sendActivities({ pool, effects, pacing, targets, logger, metrics
     const keyed = classified.details.resendSafe ?? attempt.resendSafe;
     if (classified.errorClass === 'retryable' || (classified.errorClass === 'unknown' && keyed)) {
       // Known not applied, or the target dedupes on our key: the next attempt resends with the same key.
-      metrics.retry(target, classified.errorClass);
+      metrics.retry(send, classified.errorClass);
       const delayMs = retryDelayMs(attempt.temporalAttempt, classified.details.retryAfterMs);
       await effects.settle(effectId, token, {
         step: 'settleRetry',
@@ -93,7 +95,7 @@ export function sendActivities({ pool, effects, pacing, targets, logger, metrics
       });
     }
     if (classified.errorClass === 'permanent') {
-      metrics.outcome(target, 'failed', 'worker');
+      metrics.outcome(send, 'failed', 'worker');
       await effects.settle(effectId, token, { step: 'settleFailed', error: classified.message });
       await tellNextInLine(effects, effectId);
       return {
@@ -207,7 +209,7 @@ export function sendActivities({ pool, effects, pacing, targets, logger, metrics
           token,
           resendSafe: resendSafe(token),
           temporalAttempt: activity.info.attempt,
-          target: target.name,
+          send: { target: target.name, tenant: input.step.destination.tenant },
           log,
         });
       }
@@ -215,7 +217,7 @@ export function sendActivities({ pool, effects, pacing, targets, logger, metrics
       // this write fails (a crash between the target's acceptance and the record), the row stays
       // `sending` under this lease, and the next attempt treats the outcome as unknown.
       const recorded = await effects.recordSuccess(input.effectId, externalId);
-      if (recorded) metrics.outcome(target.name, 'succeeded', 'worker', recorded.ageSeconds);
+      if (recorded) metrics.outcome(recorded, 'succeeded', 'worker', recorded.ageSeconds);
       log.info('sent');
       await tellNextInLine(effects, input.effectId);
       return succeeded(input, externalId, token);

@@ -10,10 +10,17 @@ import {
 } from '@temporalio/client';
 import { type PayloadCodec, WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/common';
 import type { handleEvent } from '../../workflows';
-import { ConversationId, CorrelationId, Provider, ReplyState } from '../../workflows/search-attributes';
+import {
+  ConversationId,
+  CorrelationId,
+  Provider,
+  ReplyState,
+  Tenant,
+} from '../../workflows/search-attributes';
 import { errorMessage } from '../failures';
 import type { StartDispatch } from '../metrics';
 import type { InboundEvent } from '../providers/types';
+import { parseTenant } from '../tenants/tenant-id';
 import type { DeadlineCalls } from './deadline-calls';
 import { existingRun } from './existing-run';
 
@@ -89,6 +96,8 @@ export function eventStartOptions(
       { key: Provider, value: event.provider },
       { key: CorrelationId, value: event.correlationId },
       ...(event.conversation ? [{ key: ConversationId, value: event.conversation.id }] : []),
+      // Only a well-formed id (providers build it that way): nothing else reaches an unencrypted field.
+      ...(event.tenant && parseTenant(event.tenant) ? [{ key: Tenant, value: event.tenant }] : []),
     ],
   };
 }
