@@ -18,6 +18,7 @@ import { connectionSecurity, keyring, payloadCodec } from './temporal/client';
 import { sdkLogger } from './temporal/sdk-logger';
 import { SearchAttributesMissingError, searchAttributeProblems } from './temporal/search-attributes';
 import { tenantDirectoryOf } from './tenants/directory';
+import { tenantsFileOf } from './tenants/tenants-file';
 import { createWorkerMetrics, serveWorkerMetrics, type WorkerMetrics } from './worker-metrics';
 
 export const WORKFLOWS_PATH = path.resolve(__dirname, '..', 'workflows');
@@ -142,12 +143,12 @@ export async function createWorker(
   const { config, logger } = options;
   installRuntime({ logger, level: config.REPLYFLOW_SDK_LOG_LEVEL });
   // A route file with problems stops the start here, listing every problem, before anything connects.
-  const routes = loadWorkerRoutes(config, options.deps?.targets);
   const pool = options.deps?.pool ?? options.pool;
   const codec = payloadCodec(options.encryptionKey, keyring(config), { refuseUnencrypted: true });
-  const targets =
-    options.deps?.targets ??
-    createTargets(config, routes?.endpoints, { tenants: tenantDirectoryOf(pool, codec) });
+  // So does a TENANTS_FILE with problems, or one naming a variable that is not set.
+  const tenants = tenantDirectoryOf(pool, codec, tenantsFileOf(config));
+  const routes = loadWorkerRoutes(config, options.deps?.targets ?? createTargets(config, {}, { tenants }));
+  const targets = options.deps?.targets ?? createTargets(config, routes?.endpoints, { tenants });
   // So is a bot module that cannot be loaded.
   const responder = options.deps?.responder ?? (await createResponder(config));
   const connection = await NativeConnection.connect({

@@ -92,6 +92,14 @@ export class WebhookVerificationError extends Error {
   override name = 'WebhookVerificationError';
 }
 
+/**
+ * Thrown when a provider cannot verify a request because something it reads is down (the tenant store
+ * holding LINE channels): the sender must retry (503 with Retry-After), nothing is recorded.
+ */
+export class ProviderUnavailableError extends Error {
+  override name = 'ProviderUnavailableError';
+}
+
 /** One problem in a request body, in zod's shape: path and message, never the offending value. */
 export interface PayloadIssue {
   code: string;

@@ -18,6 +18,7 @@ import { connectionSecurity, dataConverter, keyring, payloadCodec } from '../tem
 import { codecRouter, codecServerOptions } from '../temporal/codec-server';
 import { searchAttributeAdvice, searchAttributeProblems } from '../temporal/search-attributes';
 import { tenantDirectoryOf } from '../tenants/directory';
+import { tenantsFileOf } from '../tenants/tenants-file';
 import { createReceiverApp } from './app';
 import { DeadlineCalls } from './deadline-calls';
 import { temporalEventStarter } from './start-event';
@@ -50,6 +51,8 @@ export async function startReceiver(options: {
   workerConnection?: NativeConnection;
 }): Promise<ReceiverHandle> {
   const { config, pool, logger, workerConnection } = options;
+  // A TENANTS_FILE with problems (or naming a variable that is not set) stops the start before anything connects.
+  const tenantsFile = tenantsFileOf(config);
   const connection =
     workerConnection ??
     // Lazy: the receiver starts (and answers 503) even while Temporal is down.
@@ -99,7 +102,7 @@ export async function startReceiver(options: {
     : [];
   const namespace = { address: options.temporalAddress, namespace: config.TEMPORAL_NAMESPACE };
   const metrics = createReceiverMetrics();
-  const tenants = tenantDirectoryOf(pool, payloadCodec(options.encryptionKey, keyring(config)));
+  const tenants = tenantDirectoryOf(pool, payloadCodec(options.encryptionKey, keyring(config)), tenantsFile);
   const app = createReceiverApp({
     providers: createProviders(config, {
       githubBodies: createSignedBodiesStore(pool, GITHUB_REPLAY_WINDOW_DAYS),

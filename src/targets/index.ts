@@ -3,6 +3,7 @@
 import { type Config, sandboxSecrets } from '../config';
 import { SANDBOX_MODES } from '../model';
 import type { TenantDirectory } from '../tenants/directory';
+import { lineChannelsOf } from '../tenants/line-channels';
 import { githubTarget } from './github';
 import { type HttpEndpoint, httpTarget } from './http';
 import { lineTarget } from './line';
@@ -21,7 +22,7 @@ export interface TargetDeps {
 export function createTargets(
   config: Config,
   endpoints: Record<string, HttpEndpoint> = {},
-  _deps: TargetDeps = {},
+  deps: TargetDeps = {},
 ): TargetRegistry {
   const targets: TargetAdapter[] = [];
   const sandbox = sandboxSecrets(config);
@@ -34,9 +35,15 @@ export function createTargets(
   // Holds no credential (each command or interaction carries its own response_url), and has work
   // only where Slack's commands and interactivity are received.
   if (config.SLACK_SIGNING_SECRET) targets.push(slackResponseTarget({ apiUrl: config.SLACK_API_URL }));
-  if (config.LINE_CHANNEL_ACCESS_TOKEN)
+  // With the one-channel shortcut's token, or with channels by destination (TENANTS_FILE, LINE_CHANNELS=tenants).
+  const lineChannels = lineChannelsOf(config, deps.tenants);
+  if (config.LINE_CHANNEL_ACCESS_TOKEN || lineChannels)
     targets.push(
-      lineTarget({ channelAccessToken: config.LINE_CHANNEL_ACCESS_TOKEN, apiUrl: config.LINE_API_URL }),
+      lineTarget({
+        channelAccessToken: config.LINE_CHANNEL_ACCESS_TOKEN,
+        channels: lineChannels,
+        apiUrl: config.LINE_API_URL,
+      }),
     );
   if (config.GITHUB_TOKEN)
     targets.push(githubTarget({ token: config.GITHUB_TOKEN, apiUrl: config.GITHUB_API_URL }));
@@ -48,7 +55,7 @@ export function createTargets(
 export const TARGET_SETTINGS: Record<string, string> = {
   slack: 'SLACK_BOT_TOKEN',
   'slack-response': 'SLACK_SIGNING_SECRET',
-  line: 'LINE_CHANNEL_ACCESS_TOKEN',
+  line: 'LINE_CHANNEL_ACCESS_TOKEN, TENANTS_FILE or LINE_CHANNELS=tenants',
   github: 'GITHUB_TOKEN',
   sandbox: 'SANDBOX_ENABLED',
   'sandbox-lookup': 'SANDBOX_ENABLED',
