@@ -16,6 +16,7 @@ import { type CliIo, processIo } from './io';
 import { registerMaintenanceCommands } from './maintenance-commands';
 import { registerRoutesCommands } from './routes-commands';
 import { registerSetupCommand } from './setup-command';
+import { registerTenantCommands } from './tenant-commands';
 import { registerWorkCommands } from './work-commands';
 
 /** The long-running commands' config: every problem listed in one line and exit 2, before anything starts. */
@@ -191,6 +192,7 @@ export function buildProgram(
   registerWorkCommands(program, ctx);
   registerMaintenanceCommands(program, ctx);
   registerAccountCommands(program, ctx);
+  registerTenantCommands(program, ctx);
   registerSetupCommand(program, ctx);
   registerRoutesCommands(program, ctx);
   return program;
