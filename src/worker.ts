@@ -17,7 +17,7 @@ import { createTargets, type TargetRegistry } from './targets';
 import { connectionSecurity, keyring, payloadCodec } from './temporal/client';
 import { sdkLogger } from './temporal/sdk-logger';
 import { SearchAttributesMissingError, searchAttributeProblems } from './temporal/search-attributes';
-import { tenantDirectoryOf } from './tenants/directory';
+import { fileTenantDirectory, tenantDirectoryOf } from './tenants/directory';
 import { tenantsFileOf } from './tenants/tenants-file';
 import { createWorkerMetrics, serveWorkerMetrics, type WorkerMetrics } from './worker-metrics';
 
@@ -143,11 +143,15 @@ export async function createWorker(
   const { config, logger } = options;
   installRuntime({ logger, level: config.REPLYFLOW_SDK_LOG_LEVEL });
   // A route file with problems stops the start here, listing every problem, before anything connects.
+  // So does a TENANTS_FILE with problems, or one naming a variable that is not set.
+  const tenantsFile = tenantsFileOf(config);
+  const routes = loadWorkerRoutes(
+    config,
+    options.deps?.targets ?? createTargets(config, {}, { tenants: fileTenantDirectory(tenantsFile) }),
+  );
   const pool = options.deps?.pool ?? options.pool;
   const codec = payloadCodec(options.encryptionKey, keyring(config), { refuseUnencrypted: true });
-  // So does a TENANTS_FILE with problems, or one naming a variable that is not set.
-  const tenants = tenantDirectoryOf(pool, codec, tenantsFileOf(config));
-  const routes = loadWorkerRoutes(config, options.deps?.targets ?? createTargets(config, {}, { tenants }));
+  const tenants = tenantDirectoryOf(pool, codec, tenantsFile);
   const targets = options.deps?.targets ?? createTargets(config, routes?.endpoints, { tenants });
   // So is a bot module that cannot be loaded.
   const responder = options.deps?.responder ?? (await createResponder(config));

@@ -81,3 +81,11 @@ export function tenantDirectoryOf(
 ): TenantDirectory {
   return createTenantDirectory(createTenantCredentialStore(pool, keys), { file });
 }
+
+/**
+ * TENANTS_FILE alone, the store never asked: enough to tell which targets register (a route file's
+ * check before anything connects).
+ */
+export function fileTenantDirectory(file: TenantsFile): TenantDirectory {
+  return createTenantDirectory({ get: async () => undefined }, { file });
+}
