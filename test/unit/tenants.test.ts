@@ -6,9 +6,12 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { loadConfig } from '../../src/config';
 import type { TenantCredential } from '../../src/db/tenant-credentials';
+import { createProviders } from '../../src/providers';
 import { lineProvider, signLineRequest } from '../../src/providers/line';
 import { ProviderUnavailableError, WebhookVerificationError } from '../../src/providers/types';
+import { createTargets } from '../../src/targets';
 import { createTenantDirectory, FRESH_MIN_MS, TENANT_CACHE_MS } from '../../src/tenants/directory';
 import { lineChannelsOf } from '../../src/tenants/line-channels';
 import {
@@ -306,6 +309,35 @@ github: []
         Promise.resolve(provider.verify(request(B, 'secret-of-b'))),
         ProviderUnavailableError,
       );
+    });
+
+    it('turns LINE on (provider and target) with the shortcut, TENANTS_FILE channels or LINE_CHANNELS=tenants, and only then', () => {
+      const withFile = createTenantDirectory(fakeStore(), {
+        file: { entries: checkTenantsText(FILE, ENV).entries! },
+      });
+      const slackOnly = createTenantDirectory(fakeStore(), {
+        file: {
+          entries: checkTenantsText('slack:\n  - team: T0ACME\n    botTokenEnv: SLACK_ACME\n', ENV).entries!,
+        },
+      });
+      const none = createTenantDirectory(fakeStore());
+      const lineOn = (env: Record<string, string>, tenants: ReturnType<typeof createTenantDirectory>) => {
+        const config = loadConfig({ SANDBOX_ENABLED: 'false', ...env });
+        return [
+          createProviders(config, { githubBodies: { admit: async () => true }, tenants }).some(
+            (p) => p.name === 'line',
+          ),
+          createTargets(config, {}, { tenants }).has('line'),
+        ];
+      };
+      assert.deepEqual(lineOn({}, none), [false, false], 'no LINE configured: 404, as before');
+      assert.deepEqual(lineOn({}, slackOnly), [false, false], 'a file without LINE channels');
+      assert.deepEqual(lineOn({}, withFile), [true, true]);
+      assert.deepEqual(lineOn({ LINE_CHANNELS: 'tenants' }, none), [true, true]);
+      assert.deepEqual(lineOn({ LINE_CHANNEL_SECRET: 's', LINE_CHANNEL_ACCESS_TOKEN: 't' }, none), [
+        true,
+        true,
+      ]);
     });
 
     it('has nothing to look up without TENANTS_FILE channels or LINE_CHANNELS=tenants', () => {
