@@ -28,6 +28,7 @@ import {
   SLACK_TEAM,
   SLACK_TEAM_HELP,
   slackTeamSecret,
+  TenantsFileError,
 } from '../tenants/tenants-file';
 import { type AdminSession, adminAction } from './admin';
 import { type CliContext, EXIT } from './command';
@@ -101,6 +102,7 @@ export function registerTenantCommands(program: Command, ctx: CliContext): void 
         ),
       );
       printLine(ctx.io.stdout, `Added ${recordLine(record)}. ${pickedUp(provider)}`);
+      shadowedByFile(ctx.io, admin, name);
       return EXIT.ok;
     }),
   );
@@ -149,6 +151,7 @@ export function registerTenantCommands(program: Command, ctx: CliContext): void 
         ctx.io.stdout,
         `Rotated ${Object.keys(given).join(' and ')} of ${recordLine(record)}. ${pickedUp(provider)}`,
       );
+      shadowedByFile(ctx.io, admin, name);
       return EXIT.ok;
     }),
   );
@@ -309,12 +312,26 @@ function change(admin: AdminSession, opts: ChangeOptions): TenantChange {
 }
 
 /** TENANTS_FILE's entries, when the admin's environment names the file: listed, never opened. */
-function fileRecords(admin: AdminSession, provider: string | undefined): TenantRecord[] {
+function fileRecords(admin: AdminSession, provider?: string): TenantRecord[] {
   const file = admin.config.TENANTS_FILE;
   if (!file) return [];
-  return [...loadTenantsFile(file).entries.values()]
-    .map((entry) => entry.record)
-    .filter((record) => provider === undefined || record.provider === provider);
+  let entries: TenantRecord[];
+  try {
+    entries = [...loadTenantsFile(file).entries.values()].map((entry) => entry.record);
+  } catch (err) {
+    if (err instanceof TenantsFileError) throw new OperatorInputError(err.message);
+    throw err;
+  }
+  return entries.filter((record) => provider === undefined || record.provider === provider);
+}
+
+/** Said after a change to a tenant that TENANTS_FILE lists too: the file's entry answers first. */
+function shadowedByFile(io: CliIo, admin: AdminSession, tenant: string): void {
+  if (fileRecords(admin).some((record) => record.tenant === tenant))
+    printLine(
+      io.stderr,
+      `replyflow: TENANTS_FILE lists ${tenant} too, and its entry answers first: remove it there (and restart) for this one to count`,
+    );
 }
 
 function pickedUp(provider: TenantProvider): string {

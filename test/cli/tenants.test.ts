@@ -159,6 +159,26 @@ describe('tenant CLI: LINE channels and Slack teams for the admin (PostgreSQL)',
       (t) => t.tenant === `line:${destination}`,
     );
     assert.deepEqual([entry?.source, entry?.details], ['file', { name: 'From the file' }]);
+
+    // The same channel added to the store: stored, with word that the file's entry answers first.
+    const env = { TENANTS_FILE: file, S: secretValue('s'), T: secretValue('t') };
+    const added = await admin(
+      ['tenant', 'add', `line:${destination}`, '--channel-secret-env', 'S', '--access-token-env', 'T'],
+      env,
+    );
+    assert.equal(added.code, 0, added.stderr);
+    assert.match(
+      added.stderr,
+      new RegExp(`TENANTS_FILE lists line:${destination} too, and its entry answers first`),
+    );
+
+    writeFileSync(file, 'line:\n  - destination: not-a-user-id\n');
+    const broken = await admin(['tenant', 'list'], { TENANTS_FILE: file });
+    assert.equal(broken.code, 2);
+    assert.match(
+      broken.stderr,
+      /^replyflow: invalid tenants file .* \(TENANTS_FILE\): line\[0\]\.destination: expected/,
+    );
   });
 
   it('refuses bad input in one line, exit 2, with nothing stored, nothing audited and no secret repeated', async () => {

@@ -17,7 +17,7 @@ import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import type { EventResult } from '../../workflows/run-view';
 import { eventually } from '../helpers/eventually';
 import { FakeLine } from '../helpers/fakes/line';
-import { startTestReceiver } from '../helpers/receiver';
+import { startTestReceiver, unreachablePool } from '../helpers/receiver';
 import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
 import { startTestWorker, testConfig, uniqueId } from '../helpers/system';
 
@@ -171,6 +171,29 @@ describe('Several LINE channels: TENANTS_FILE and `replyflow tenant add` (receiv
     assert.equal(res.status, 401);
     assert.ok(!(await res.text()).includes(a.secret));
     await nothingRecorded(unknown.webhookEventId);
+  });
+
+  it('answers 503 with Retry-After while the tenant store cannot be read, and records nothing', async () => {
+    const pool = unreachablePool();
+    const down = await startTestReceiver({
+      config: testConfig({ LINE_CHANNELS: 'tenants', SANDBOX_ENABLED: 'false' }),
+      temporalAddress: (await devServer()).address,
+      pool,
+    });
+    try {
+      const { webhookEventId, body } = message(b.destination, uniqueId('Ud'));
+      const res = await fetch(`${down.url}/webhooks/line`, {
+        method: 'POST',
+        headers: signLineRequest(b.secret, body),
+        body,
+      });
+      assert.equal(res.status, 503);
+      assert.ok(Number(res.headers.get('retry-after')) > 0);
+      await nothingRecorded(webhookEventId);
+    } finally {
+      await down.stop();
+      await pool.end();
+    }
   });
 
   it('refuses a request signed with the other channel’s secret with 401, and records nothing', async () => {
