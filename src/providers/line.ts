@@ -89,8 +89,11 @@ async function verifyByDestination(
     );
   }
   const verifyWith = (found: LineChannel) => {
+    // Said to the sender: no admin's reason; the shortcut does not stand in for a channel's own secret.
     if (!found.secret)
-      throw new WebhookVerificationError(`the LINE channel ${found.tenant} is ${found.unusable}`);
+      throw new WebhookVerificationError(
+        `the LINE channel ${found.tenant} is ${found.unusable}, and LINE_CHANNEL_SECRET does not stand in for it`,
+      );
     verifyLineRequest(
       found.secret.channelSecret,
       ctx,

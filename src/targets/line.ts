@@ -66,9 +66,11 @@ export function lineTarget({
     }
     if (channel?.secret) return { token: channel.secret.accessToken, channel };
     if (channel)
-      throw new TargetError('permanent', `line: the channel ${channel.tenant} is ${channel.unusable}`, {
-        fix: `give it a credential again (${channelFix(channel)}), then reprocess`,
-      });
+      throw new TargetError(
+        'permanent',
+        `line: the channel ${channel.tenant} is ${channel.unusable}${channel.revokedReason ? ` (${channel.revokedReason})` : ''}`,
+        { fix: `give it a credential again (${channelFix(channel)}), then reprocess` },
+      );
     if (channelAccessToken) return { token: channelAccessToken };
     throw new TargetError(
       'permanent',

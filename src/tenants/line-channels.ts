@@ -14,6 +14,8 @@ export interface LineChannel {
   secret?: LineChannelSecret;
   /** Why `secret` is missing, said the way an error goes on (never a secret). */
   unusable?: string;
+  /** The admin's reason for a revocation: for operators (a send's error), not for senders (a 401). */
+  revokedReason?: string;
 }
 
 export interface LineChannels {
@@ -42,7 +44,8 @@ export function lineChannelsOf(
         return {
           tenant,
           source,
-          unusable: `revoked${revokedReason ? ` (${revokedReason.slice(0, 200)})` : ''}`,
+          unusable: 'revoked',
+          ...(revokedReason ? { revokedReason: revokedReason.slice(0, 200) } : {}),
         };
       const secret = lineChannelSecret.safeParse(found.secret);
       if (!secret.success)

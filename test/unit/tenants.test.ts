@@ -278,7 +278,7 @@ github: []
     it('refuses a revoked channel, even with the shortcut set', async () => {
       await refused(
         setup({ shortcut: 'the-shortcut-secret' }).provider.verify(request(C, 'the-shortcut-secret')),
-        /is revoked \(left the agency\)/,
+        /^the LINE channel line:Uc{32} is revoked, and LINE_CHANNEL_SECRET does not stand in for it$/,
       );
     });
 
