@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig } from '../../src/config';
+import { ConfigError, loadConfig } from '../../src/config';
 import type { TenantCredential } from '../../src/db/tenant-credentials';
 import { createProviders } from '../../src/providers';
 import { lineProvider, signLineRequest } from '../../src/providers/line';
@@ -338,6 +338,16 @@ github: []
         true,
         true,
       ]);
+    });
+
+    it('refuses a LINE_CHANNELS other than tenants, naming the setting', () => {
+      assert.throws(
+        () => loadConfig({ LINE_CHANNELS: 'database' }),
+        (err: unknown) =>
+          err instanceof ConfigError &&
+          err.message ===
+            'invalid configuration: LINE_CHANNELS: expected tenants (channels from `replyflow tenant add`), or unset',
+      );
     });
 
     it('has nothing to look up without TENANTS_FILE channels or LINE_CHANNELS=tenants', () => {
