@@ -1,14 +1,17 @@
 // Who is behind an operator decision, checked where it counts: the workflow asks this activity before
 // it judges anything. The seal must verify (made by the codec server with the payload key's seal key,
 // over exactly this body), be meant for this workflow and this decision, be fresh, and name an
-// operator whose credential is still current and whose roles allow the decision. Whatever the
+// operator whose credential is still current, whose roles allow the decision and whose tenants (if
+// the account is limited to some) include the workflow's event's. Whatever the
 // verdict, the seal is then used up: its request id belongs to this one delivery in this one run, so
 // a re-delivery after a `temporal workflow reset` (into a new run) is a replay, while a retry of this
 // same check gets the verdict it got the first time.
 import { Context } from '@temporalio/activity';
 import { createDecisionRequests } from '../src/db/decision-requests';
+import { createEventLedger } from '../src/db/events';
 import { DECISION_TTL_MS, openSeal, type SealClaims } from '../src/decision-seal';
 import { isRefusedPayload, type OperatorRole } from '../src/model';
+import { tenantRefusal } from '../src/tenants/operator-scope';
 import type { DecisionName } from '../workflows/messages';
 import type { ActivityDeps } from './deps';
 
@@ -44,8 +47,9 @@ export function roleFor(decision: DecisionName, action: unknown): OperatorRole |
 
 export function decisionActivities({ operators, payloadKeys, pool }: ActivityDeps) {
   const requests = createDecisionRequests(pool);
+  const ledger = createEventLedger(pool);
 
-  /** The verdict on a seal bound to this workflow and decision: fresh, current credential, the role. */
+  /** The verdict on a seal bound to this workflow and decision: fresh, current credential, the role, the tenant. */
   async function judgeSeal(claims: SealClaims, input: VerifyInput, raw: Record<string, unknown>) {
     const refuse = (reason: string): Verified => ({
       ok: false,
@@ -67,6 +71,8 @@ export function decisionActivities({ operators, payloadKeys, pool }: ActivityDep
     const role = roleFor(input.decision, raw.action);
     if (role && !account.roles.includes(role))
       return refuse(`not permitted: ${claims.operator} does not have the ${role} role`);
+    const outsideTenants = await tenantRefusal(ledger, account, input.workflowId);
+    if (outsideTenants) return refuse(outsideTenants);
     return {
       ok: true,
       operator: claims.operator,

@@ -2,6 +2,7 @@
 import type { EffectsRepository } from '../src/db/effects';
 import type { OperatorStore } from '../src/db/operators';
 import type { Pool } from '../src/db/pool';
+import type { SendPacing } from '../src/db/send-pacing';
 import type { Logger } from '../src/logger';
 import type { DeliveryPolicy } from '../src/model';
 import type { Responder } from '../src/responders/types';
@@ -36,6 +37,8 @@ export interface ActivityDeps {
   logger: Logger;
   /** Outcomes, times to resolution and retries for the worker's Prometheus endpoint. */
   metrics: WorkerMetrics;
+  /** Slots of paced destinations (a Slack channel: a message a second), shared by every worker. */
+  pacing: SendPacing;
   /** Operator accounts, for checking who is behind a decision. */
   operators: OperatorStore;
   /** The payload keys by id: a decision's seal is checked with the seal key derived from one of them. */

@@ -73,7 +73,7 @@ export function effectActivities({ effects, targets, metrics }: ActivityDeps) {
       const recorded = await record(input);
       if (recorded) {
         const by = 'manual' in input && input.manual ? 'operator' : 'worker';
-        metrics.outcome(recorded.target, input.status, by, recorded.ageSeconds);
+        metrics.outcome(recorded, input.status, by, recorded.ageSeconds);
         await tellNextInLine(effects, input.effectId);
         return { recorded: true, status: input.status, attempts: recorded.attempts };
       }
@@ -137,7 +137,7 @@ export function effectActivities({ effects, targets, metrics }: ActivityDeps) {
         if (found.found) {
           // An operator's resend or reprocess found it already there: settled by that decision.
           const recorded = await effects.recordSuccess(input.effectId, found.externalId);
-          if (recorded) metrics.outcome(input.step.target, 'succeeded', 'operator', recorded.ageSeconds);
+          if (recorded) metrics.outcome(recorded, 'succeeded', 'operator', recorded.ageSeconds);
           return { kind: 'already-sent', externalId: found.externalId };
         }
       }

@@ -13,6 +13,7 @@ import {
   TURN_WAIT_MS,
 } from '../src/model';
 import { TargetError } from '../src/targets/types';
+import type { SendLabels } from '../src/worker-metrics';
 import type { ActivityDeps } from './deps';
 import { writeOutcome } from './ledger';
 import { tellNextInLine } from './next-in-line';
@@ -24,6 +25,11 @@ const WRITE_MARGIN_MS = 200;
 /** A send waits inside its attempt (TURN_WAIT_MS at most) only when that many earlier sends at most are pending; further back, it waits to be told. */
 const TURN_WAIT_POSITIONS = 3;
 const TURN_POLL_MS = 25;
+/**
+ * A paced send waits this long at most for its destination's slot (src/db/send-pacing.ts), and never
+ * more than a quarter of its lease; further off, it goes unpaced and the target's 429 decides.
+ */
+const MAX_PACE_WAIT_MS = 5000;
 
 /** Exponential backoff from 1 s, capped at 10 min, never sooner than Retry-After, plus up to 20 % jitter (Temporal adds none). */
 export function retryDelayMs(attempt: number, retryAfterMs?: number, random = Math.random): number {
@@ -40,11 +46,12 @@ interface Attempt {
   resendSafe: boolean;
   /** Temporal's attempt number, for the backoff. */
   temporalAttempt: number;
-  target: string;
+  /** The target, and the tenant whose credential the send used: the metrics' labels. */
+  send: SendLabels;
   log: ActivityDeps['logger'];
 }
 
-export function sendActivities({ pool, effects, targets, logger, metrics, policy }: ActivityDeps) {
+export function sendActivities({ pool, effects, pacing, targets, logger, metrics, policy }: ActivityDeps) {
   /**
    * Waits a little inside the attempt while an earlier send of the conversation is pending and close
    * ahead (its turn is a send or two away): cheaper than answering `wait` and being told later, which
@@ -63,7 +70,7 @@ export function sendActivities({ pool, effects, targets, logger, metrics, policy
 
   /** Turns a classified failure into the next state: retry (same key), failed, or unknown. */
   async function settleFailure(err: unknown, attempt: Attempt): Promise<SendOutcome> {
-    const { effectId, token, target, log } = attempt;
+    const { effectId, token, send, log } = attempt;
     const classified =
       err instanceof TargetError
         ? err
@@ -72,7 +79,7 @@ export function sendActivities({ pool, effects, targets, logger, metrics, policy
     const keyed = classified.details.resendSafe ?? attempt.resendSafe;
     if (classified.errorClass === 'retryable' || (classified.errorClass === 'unknown' && keyed)) {
       // Known not applied, or the target dedupes on our key: the next attempt resends with the same key.
-      metrics.retry(target, classified.errorClass);
+      metrics.retry(send, classified.errorClass);
       const delayMs = retryDelayMs(attempt.temporalAttempt, classified.details.retryAfterMs);
       await effects.settle(effectId, token, {
         step: 'settleRetry',
@@ -88,7 +95,7 @@ export function sendActivities({ pool, effects, targets, logger, metrics, policy
       });
     }
     if (classified.errorClass === 'permanent') {
-      metrics.outcome(target, 'failed', 'worker');
+      metrics.outcome(send, 'failed', 'worker');
       await effects.settle(effectId, token, { step: 'settleFailed', error: classified.message });
       await tellNextInLine(effects, effectId);
       return {
@@ -132,6 +139,12 @@ export function sendActivities({ pool, effects, targets, logger, metrics, policy
       if (gather > 0) await activity.sleep(Math.min(gather, deadline - Date.now() - 2 * LEASE_MARGIN_MS));
       const earlier = await waitInTurn(input.effectId, activity);
       if (earlier > 0) return { result: 'wait', earlier, attempts: 0 };
+      const pace = target.pace?.(input.step);
+      if (pace) {
+        const maxWaitMs = Math.min(MAX_PACE_WAIT_MS, policy.sendTimeoutMs / 4);
+        const waitMs = await pacing.reserve(pace.key, pace.intervalMs, maxWaitMs);
+        if (waitMs) await activity.sleep(waitMs);
+      }
       const resendSafe = (attempt: number) =>
         target.resendSafe?.(input.step, attempt) ?? target.capabilities.idempotencyKey;
       // The lease is SEND_TIMEOUT, and always ends before Temporal's timeout (which includes the gather).
@@ -196,7 +209,7 @@ export function sendActivities({ pool, effects, targets, logger, metrics, policy
           token,
           resendSafe: resendSafe(token),
           temporalAttempt: activity.info.attempt,
-          target: target.name,
+          send: { target: target.name, tenant: input.step.destination.tenant },
           log,
         });
       }
@@ -204,7 +217,7 @@ export function sendActivities({ pool, effects, targets, logger, metrics, policy
       // this write fails (a crash between the target's acceptance and the record), the row stays
       // `sending` under this lease, and the next attempt treats the outcome as unknown.
       const recorded = await effects.recordSuccess(input.effectId, externalId);
-      if (recorded) metrics.outcome(target.name, 'succeeded', 'worker', recorded.ageSeconds);
+      if (recorded) metrics.outcome(recorded, 'succeeded', 'worker', recorded.ageSeconds);
       log.info('sent');
       await tellNextInLine(effects, input.effectId);
       return succeeded(input, externalId, token);

@@ -120,7 +120,7 @@ const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 
 /** A sandbox chat message, signed as a sender signs it: the first of a conversation of its own by default. */
-function message(
+export function message(
   conversationId: string,
   target: SandboxMode = 'sandbox',
   messageId = 'm1',
@@ -153,7 +153,7 @@ function rawEvent(): InboundEvent {
 }
 
 /** `count` messages over `conversations` conversations, each conversation's in source order. */
-function spread(prefix: string, count: number, conversations: number) {
+export function spread(prefix: string, count: number, conversations: number) {
   const ids = Array.from({ length: conversations }, () => `${prefix}${randomUUID().slice(0, 12)}`);
   const base = Date.now();
   const messages = Array.from({ length: count }, (_, i) =>
@@ -202,7 +202,7 @@ async function inLanes<T>(items: T[], limit: number, fn: (item: T) => Promise<vo
   );
 }
 
-class Bench {
+export class Bench {
   constructor(private readonly system: System) {}
 
   private get receiver(): string {
@@ -751,7 +751,9 @@ async function main(): Promise<void> {
   );
 }
 
-main().catch((err) => {
-  console.error(err);
-  process.exitCode = 1;
-});
+// Run as a script; bench/fairness.ts imports the Bench alone.
+if (require.main === module)
+  main().catch((err) => {
+    console.error(err);
+    process.exitCode = 1;
+  });

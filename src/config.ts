@@ -1,5 +1,7 @@
 // The environment, read once at start-up and validated as a whole: every problem is listed at once,
 // empty strings count as unset, and nothing else in the code reads process.env for settings.
+import { createPrivateKey } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { z } from 'zod';
 
@@ -256,8 +258,24 @@ export const configSchema = z.object({
     .optional(),
   LINE_API_URL: z.url().default('https://api.line.me'),
   GITHUB_WEBHOOK_SECRET: optional,
+  /** A personal (or fine-grained) token: answers GitHub events that carry no installation. */
   GITHUB_TOKEN: optional,
   GITHUB_API_URL: z.url().default('https://api.github.com'),
+  /**
+   * A GitHub App's App ID (its settings page, "About"). With the app's private key, each event from
+   * an installation of the app is answered with that installation's own token (src/targets/github-app.ts).
+   */
+  GITHUB_APP_ID: z
+    .string()
+    .regex(/^\d{1,20}$/, "the app's numeric App ID (its settings page, About)")
+    .optional(),
+  /**
+   * The app's private key as PEM text (the .pem its settings page generates; `\n` escapes count as line
+   * breaks). Once loaded: the key, whether it came from here or from GITHUB_APP_PRIVATE_KEY_FILE.
+   */
+  GITHUB_APP_PRIVATE_KEY: optional,
+  /** A file holding the app's private key (a mounted secret), instead of GITHUB_APP_PRIVATE_KEY. */
+  GITHUB_APP_PRIVATE_KEY_FILE: optional,
   STRIPE_WEBHOOK_SECRET: optional,
   STANDARD_WEBHOOKS_SECRETS: standardWebhooksSecrets,
   /**
@@ -432,9 +450,55 @@ function parseEnv<S extends typeof configSchema>(schema: S, env: NodeJS.ProcessE
   if (!parsed.success) {
     throw new ConfigError(parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`));
   }
-  const problems = combinationProblems(parsed.data);
+  const app = withGithubAppKey(parsed.data);
+  const problems = [...combinationProblems(parsed.data), ...app.problems];
   if (problems.length > 0) throw new ConfigError(problems);
-  return parsed.data;
+  return app.config as z.infer<S>;
+}
+
+/**
+ * Reads the GitHub App's private key (from GITHUB_APP_PRIVATE_KEY or its file) and checks that it is an
+ * RSA private key in PEM form and comes with GITHUB_APP_ID. @returns the config with the key's PEM text
+ * in GITHUB_APP_PRIVATE_KEY, and each problem with the field to change (never the key, never the file's text).
+ */
+function withGithubAppKey<C extends Config>(config: C): { config: C; problems: string[] } {
+  const { GITHUB_APP_ID: appId, GITHUB_APP_PRIVATE_KEY: text, GITHUB_APP_PRIVATE_KEY_FILE: file } = config;
+  const problems: string[] = [];
+  if (text && file)
+    problems.push('GITHUB_APP_PRIVATE_KEY_FILE: set the key or the file that holds it, not both');
+  let pem = text;
+  let from = 'GITHUB_APP_PRIVATE_KEY';
+  if (file && !text) {
+    from = 'GITHUB_APP_PRIVATE_KEY_FILE';
+    try {
+      pem = readFileSync(file, 'utf8');
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? 'unreadable';
+      problems.push(`GITHUB_APP_PRIVATE_KEY_FILE: cannot read the file (${code})`);
+    }
+  }
+  if (appId && !text && !file)
+    problems.push(
+      "GITHUB_APP_PRIVATE_KEY: set the app's private key (or GITHUB_APP_PRIVATE_KEY_FILE) with GITHUB_APP_ID, or unset both",
+    );
+  if (!appId && (text || file))
+    problems.push("GITHUB_APP_ID: set the app's App ID with its private key, or unset both");
+  if (pem !== undefined) {
+    pem = `${pem.replace(/\\n/g, '\n').trim()}\n`;
+    if (!isRsaPrivateKey(pem))
+      problems.push(
+        `${from}: not a readable RSA private key in PEM form (use the .pem file the app's settings page generates, unencrypted)`,
+      );
+  }
+  return { config: { ...config, GITHUB_APP_PRIVATE_KEY: pem }, problems };
+}
+
+function isRsaPrivateKey(pem: string): boolean {
+  try {
+    return createPrivateKey({ key: pem, format: 'pem' }).asymmetricKeyType === 'rsa';
+  } catch {
+    return false;
+  }
 }
 
 export interface SandboxSecrets {

@@ -1,6 +1,7 @@
 // Prometheus metrics for the receiver and the worker. One registry per process, created on demand so
 // tests can run several receivers in one process without clashing names.
 import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { TenantLabels, withTenant } from './tenants/metric-label';
 
 export const WEBHOOK_OUTCOMES = [
   'accepted',
@@ -27,6 +28,8 @@ export interface ReceiverMetrics {
   ignored: Counter<'provider' | 'reason'>;
   /** Event workflows started, by how their first workflow task reached a worker. */
   starts: Counter<'dispatch'>;
+  /** Counts one event made durable (its workflow started), by provider and tenant (bounded, see below). */
+  accepted(provider: string, tenant: string | undefined): void;
   /** Connections closed as they arrived because RECEIVER_MAX_CONNECTIONS were open. */
   droppedConnections: Counter;
 }
@@ -47,9 +50,19 @@ export function createReceiverMetrics(): ReceiverMetrics {
     registers: [registry],
   });
   for (const dispatch of ['eager', 'queue'] satisfies StartDispatch[]) starts.inc({ dispatch }, 0);
+  const tenants = new TenantLabels();
+  const acceptedEvents = new Counter({
+    name: 'replyflow_events_accepted_total',
+    help: 'Events made durable (their workflow started; redeliveries not counted), by provider and tenant (the first 100 tenants a receiver sees by id, then other; no label for events without a tenant)',
+    labelNames: ['provider', 'tenant'] as const,
+    registers: [registry],
+  });
   return {
     registry,
     starts,
+    accepted(provider, tenant) {
+      acceptedEvents.inc(withTenant({ provider }, tenants.of(tenant)));
+    },
     requests: new Counter({
       name: 'replyflow_webhook_requests_total',
       help: 'Webhook requests by provider and outcome',

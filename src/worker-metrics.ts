@@ -9,6 +9,7 @@ import type { Pool } from './db/pool';
 import { errorMessage } from './failures';
 import type { Logger } from './logger';
 import { boundAddress, listenOn, reachableHost } from './ports';
+import { TenantLabels, withTenant } from './tenants/metric-label';
 
 /** The states an effect is recorded in that an operator cares about. */
 export type EffectOutcome = 'succeeded' | 'held' | 'failed' | 'discarded' | 'skipped';
@@ -18,20 +19,27 @@ export type SettledBy = 'worker' | 'operator';
 /** Effect states that are not final: counted from the effects table at every scrape. */
 const OPEN_STATES = ['claimed', 'sending', 'retry_wait', 'unknown', 'held', 'failed'] as const;
 
+/** Which send it was: its target, and the tenant whose credential it used (src/tenants/tenant-id.ts). */
+export interface SendLabels {
+  target: string;
+  tenant?: string;
+}
+
 export interface WorkerMetrics {
   registry: Registry;
   /** An effect was recorded `state`; `ageSeconds`: since it was claimed (its time to resolution). */
-  outcome(target: string, state: EffectOutcome, by: SettledBy, ageSeconds?: number): void;
+  outcome(send: SendLabels, state: EffectOutcome, by: SettledBy, ageSeconds?: number): void;
   /** A failed send attempt will be retried; `errorClass` as the target adapter classified the failure. */
-  retry(target: string, errorClass: string): void;
+  retry(send: SendLabels, errorClass: string): void;
 }
 
 export function createWorkerMetrics(pool: Pool): WorkerMetrics {
   const registry = new Registry();
+  const tenants = new TenantLabels();
   const outcomes = new Counter({
     name: 'replyflow_effect_outcomes_total',
-    help: 'Effects recorded in a state (succeeded, held, failed, discarded), by target and who settled them',
-    labelNames: ['target', 'state', 'by'],
+    help: 'Effects recorded in a state (succeeded, held, failed, discarded), by target, tenant (the first 100 a worker sees, then other) and who settled them',
+    labelNames: ['target', 'state', 'by', 'tenant'],
     registers: [registry],
   });
   const resolution = new Histogram({
@@ -44,8 +52,8 @@ export function createWorkerMetrics(pool: Pool): WorkerMetrics {
   });
   const retries = new Counter({
     name: 'replyflow_send_retries_total',
-    help: 'Send attempts that failed and are retried, by target and error class',
-    labelNames: ['target', 'error_class'],
+    help: 'Send attempts that failed and are retried, by target, tenant (the first 100 a worker sees, then other) and error class',
+    labelNames: ['target', 'error_class', 'tenant'],
     registers: [registry],
   });
   const queryErrors = new Counter({
@@ -75,13 +83,14 @@ export function createWorkerMetrics(pool: Pool): WorkerMetrics {
   });
   return {
     registry,
-    outcome(target, state, by, ageSeconds) {
-      outcomes.inc({ target, state, by });
+    outcome({ target, tenant }, state, by, ageSeconds) {
+      outcomes.inc(withTenant({ target, state, by }, tenants.of(tenant)));
+      // The histogram stays per target: its buckets times every tenant would be too many series.
       if ((state === 'succeeded' || state === 'discarded') && ageSeconds !== undefined)
         resolution.observe({ target, state, by }, ageSeconds);
     },
-    retry(target, errorClass) {
-      retries.inc({ target, error_class: errorClass });
+    retry({ target, tenant }, errorClass) {
+      retries.inc(withTenant({ target, error_class: errorClass }, tenants.of(tenant)));
     },
   };
 }

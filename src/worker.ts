@@ -8,6 +8,7 @@ import type { Config } from './config';
 import { createEffectsRepository } from './db/effects';
 import { createOperatorStore } from './db/operators';
 import type { Pool } from './db/pool';
+import { createSendPacing } from './db/send-pacing';
 import type { Logger } from './logger';
 import type { DeliveryPolicy } from './model';
 import { freePort } from './ports';
@@ -173,6 +174,7 @@ export async function createWorker(
     pool,
     effects: createEffectsRepository(pool),
     operators: createOperatorStore(pool),
+    pacing: createSendPacing(pool),
     payloadKeys: codec.keys,
     targets,
     responder,

@@ -11,6 +11,8 @@ export const FailedStep = defineSearchAttributeKey('FailedStep', SearchAttribute
 export const LastErrorClass = defineSearchAttributeKey('LastErrorClass', SearchAttributeType.KEYWORD);
 export const RecommendedAction = defineSearchAttributeKey('RecommendedAction', SearchAttributeType.KEYWORD);
 export const CorrelationId = defineSearchAttributeKey('CorrelationId', SearchAttributeType.KEYWORD);
+/** The account the event came through (src/tenants/tenant-id.ts): set by the receiver at start, ids only. */
+export const Tenant = defineSearchAttributeKey('Tenant', SearchAttributeType.KEYWORD);
 export const Attempts = defineSearchAttributeKey('Attempts', SearchAttributeType.INT);
 
 export const ALL_SEARCH_ATTRIBUTES = [
@@ -23,5 +25,6 @@ export const ALL_SEARCH_ATTRIBUTES = [
   LastErrorClass,
   RecommendedAction,
   CorrelationId,
+  Tenant,
   Attempts,
 ];

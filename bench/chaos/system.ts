@@ -59,6 +59,8 @@ export interface SystemOptions {
   temporalStore?: 'file' | 'memory';
   /** Temporal's dev server (the default), or a two-node cluster of its own server on the PostgreSQL. */
   server?: TemporalServerKind;
+  /** Dynamic config for the dev server on top of replyflow's (e.g. `matching.enableFairness: false`). */
+  temporalDynamicConfig?: Record<string, string | number | boolean>;
 }
 
 export type TemporalServerKind = 'dev-server' | 'cluster';
@@ -163,6 +165,7 @@ export class System {
         startEmbeddedPostgres({ dir: path.join(this.dir, 'postgres') }),
         startDevServer({
           port: 0,
+          dynamicConfig: this.options.temporalDynamicConfig,
           ...(this.options.temporalStore === 'memory'
             ? {}
             : { dbFile: path.join(this.dir, 'temporal.sqlite') }),

@@ -1,8 +1,13 @@
-// The commands about operator accounts: `operator add|list|disable|enable|rotate|roles` for the admin
+// The commands about operator accounts: `operator add|list|disable|enable|rotate|roles|tenants` for the admin
 // (whoever holds the admin credential, src/cli/admin.ts), and `login`/`logout` for an operator storing
 // their own token for the CLI.
 import type { Command } from 'commander';
-import { type AccountChange, createOperatorStore, type OperatorAccount } from '../db/operators';
+import {
+  type AccountChange,
+  createOperatorStore,
+  type OperatorAccount,
+  tenantsInWords,
+} from '../db/operators';
 import { OPERATOR_ROLES } from '../model';
 import { OperatorInputError } from '../operator/errors';
 import { type AdminSession, adminAction } from './admin';
@@ -13,6 +18,8 @@ import { removeToken, storeToken, tokenFile } from './operator-token';
 import { replyflowUrl } from './session';
 
 const ROLES_HELP = `comma-separated, from ${OPERATOR_ROLES.join(', ')} (every operator may view)`;
+const TENANTS_HELP =
+  'comma-separated tenant ids (slack:T…, slack:E…, line:U…, github:<installation>): the operator sees and decides only their work';
 
 export function registerAccountCommands(program: Command, ctx: CliContext): void {
   const operator = program
@@ -26,18 +33,23 @@ export function registerAccountCommands(program: Command, ctx: CliContext): void
     .description('create an operator; prints the token once')
     .argument('<name>', 'lower-case letters, digits, ".", "_" or "-"')
     .requiredOption('--roles <roles>', ROLES_HELP)
+    .option('--tenants <tenants>', `${TENANTS_HELP} (default: every tenant)`)
     .option('--reason <text>', 'why, for the audit log')
     .action(
-      adminAction(ctx, async (admin, name: string, opts: ChangeOptions & { roles: string }) => {
-        const { account, token } = await (await store(admin)).add(
-          name,
-          roleList(opts.roles),
-          change(admin, opts),
-        );
-        printLine(ctx.io.stdout, `Added ${accountLine(account)}. Its token, shown this once:`);
-        printLine(ctx.io.stdout, `token: ${token}`);
-        return EXIT.ok;
-      }),
+      adminAction(
+        ctx,
+        async (admin, name: string, opts: ChangeOptions & { roles: string; tenants?: string }) => {
+          const { account, token } = await (await store(admin)).add(
+            name,
+            roleList(opts.roles),
+            change(admin, opts),
+            opts.tenants === undefined ? null : tenantList(opts.tenants),
+          );
+          printLine(ctx.io.stdout, `Added ${accountLine(account)}. Its token, shown this once:`);
+          printLine(ctx.io.stdout, `token: ${token}`);
+          return EXIT.ok;
+        },
+      ),
     );
 
   operator
@@ -103,6 +115,27 @@ export function registerAccountCommands(program: Command, ctx: CliContext): void
       }),
     );
 
+  operator
+    .command('tenants')
+    .description("limit an operator to some tenants' work, or (--every-tenant) lift the limit")
+    .argument('<name>')
+    .option('--tenants <tenants>', TENANTS_HELP)
+    .option('--every-tenant', 'let the operator see and decide every tenant’s work')
+    .option('--reason <text>', 'why, for the audit log')
+    .action(
+      adminAction(
+        ctx,
+        async (admin, name: string, opts: ChangeOptions & { tenants?: string; everyTenant?: boolean }) => {
+          if ((opts.tenants === undefined) === !opts.everyTenant)
+            throw new OperatorInputError('give either --tenants <tenants> or --every-tenant');
+          const tenants = opts.everyTenant ? null : tenantList(opts.tenants!);
+          const account = await (await store(admin)).setTenants(name, tenants, change(admin, opts));
+          printLine(ctx.io.stdout, `Changed the tenants of ${accountLine(account)}.`);
+          return EXIT.ok;
+        },
+      ),
+    );
+
   program
     .command('login')
     .description('store your operator token for the CLI (typed, or from stdin) once replyflow accepts it')
@@ -113,9 +146,10 @@ export function registerAccountCommands(program: Command, ctx: CliContext): void
         const me = await new OperatorApiClient(replyflowUrl(session.config), token).whoami();
         const file = tokenFile(session.config, ctx.io.env);
         storeToken(file, token);
+        const scope = me.tenants ? `; ${tenantsInWords(me.tenants)}` : '';
         printLine(
           ctx.io.stdout,
-          `Logged in as ${me.operator} (roles ${me.roles.join(', ')}); token kept in ${file}.`,
+          `Logged in as ${me.operator} (roles ${me.roles.join(', ')}${scope}); token kept in ${file}.`,
         );
         if (session.config.REPLYFLOW_OPERATOR_TOKEN)
           printLine(
@@ -163,15 +197,29 @@ function roleList(value: string): string[] {
   return roles;
 }
 
+function tenantList(value: string): string[] {
+  const tenants = value
+    .split(',')
+    .map((t) => t.trim())
+    .filter(Boolean);
+  if (tenants.length === 0)
+    throw new OperatorInputError(
+      `--tenants needs at least one tenant (or use --every-tenant): ${TENANTS_HELP}`,
+    );
+  return tenants;
+}
+
 function accountLine(account: OperatorAccount): string {
-  return `operator ${account.name} (roles ${account.roles.join(',')}${account.disabled ? ', disabled' : ''})`;
+  const scope = account.tenants ? `; ${tenantsInWords(account.tenants)}` : '';
+  return `operator ${account.name} (roles ${account.roles.join(',')}${scope}${account.disabled ? ', disabled' : ''})`;
 }
 
 function printAccounts(io: CliIo, accounts: OperatorAccount[], json?: boolean): void {
   // The credential id is left out: it names a token, and nobody needs it to manage accounts.
-  const rows = accounts.map(({ name, roles, disabled, createdAt, rotatedAt }) => ({
+  const rows = accounts.map(({ name, roles, tenants, disabled, createdAt, rotatedAt }) => ({
     name,
     roles,
+    tenants,
     disabled,
     createdAt: createdAt.toISOString(),
     rotatedAt: rotatedAt.toISOString(),
@@ -183,11 +231,12 @@ function printAccounts(io: CliIo, accounts: OperatorAccount[], json?: boolean): 
     printLine(
       io.stdout,
       table(
-        ['NAME', 'ROLES', 'STATUS', 'CREATED', 'TOKEN ROTATED'],
+        ['NAME', 'ROLES', 'STATUS', 'TENANTS', 'CREATED', 'TOKEN ROTATED'],
         rows.map((r) => [
           r.name,
           r.roles.join(','),
           r.disabled ? 'disabled' : 'enabled',
+          r.tenants ? r.tenants.join(',') : 'every tenant',
           r.createdAt,
           r.rotatedAt,
         ]),

@@ -21,6 +21,8 @@ export class OperatorApiError extends Error {
 export interface Whoami {
   operator: string;
   roles: OperatorRole[];
+  /** Present when the operator works for these tenants only. */
+  tenants?: string[];
 }
 
 /** A request may take this long beyond the wait it asks the server for (the server waits at most 20 s). */
@@ -44,10 +46,11 @@ export class OperatorApiClient {
 
   work(
     kind: 'held' | 'failed',
-    filter: { integration?: string; since?: Date; includeClosed?: boolean },
+    filter: { integration?: string; tenant?: string; since?: Date; includeClosed?: boolean },
   ): Promise<WorkItem[]> {
     return this.get(`/work/${kind}`, {
       integration: filter.integration,
+      tenant: filter.tenant,
       since: filter.since?.toISOString(),
       includeClosed: filter.includeClosed ? 'true' : undefined,
     });
@@ -69,8 +72,13 @@ export class OperatorApiClient {
     return this.verdictOf(sent, deadline);
   }
 
-  planReprocess(query: string, reason: string): Promise<{ operator: string; plan: SelectionItem[] }> {
-    return this.post('/reprocess/plan', { query, reason });
+  /** Plans a reprocess of the query's failed work (of `tenant` only, when given). */
+  planReprocess(
+    query: string,
+    reason: string,
+    tenant?: string,
+  ): Promise<{ operator: string; plan: SelectionItem[] }> {
+    return this.post('/reprocess/plan', { query, reason, tenant });
   }
 
   /** Reprocesses one planned item (re-checked by replyflow first) and waits up to `waitMs` for its verdict. */

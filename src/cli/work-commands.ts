@@ -8,11 +8,24 @@ import { OperatorInputError } from '../operator/errors';
 import type { Inspection } from '../operator/inspect';
 import type { ItemResult, SelectionItem } from '../operator/selection';
 import { quote, type WorkItem } from '../operator/workflows';
+import { parseTenant } from '../tenants/tenant-id';
 import { type CliContext, EXIT, operatorAction, parseDurationFlag, parseTime } from './command';
 import { type CliIo, formatAge, printJson, printLine, progressBar, table } from './io';
 import type { Session } from './session';
 
 const jsonOption = () => new Option('--json', 'print JSON instead of a table');
+const TENANT_HELP =
+  'only work of this tenant: slack:<team or organisation>, line:<bot user id>, github:<installation>';
+
+/** A `--tenant` value, checked to be a tenant id before it goes anywhere. */
+function tenantFlag(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  if (!parseTenant(value))
+    throw new OperatorInputError(
+      `--tenant: not a tenant id (slack:T…, slack:E…, line:U… or github:<installation id>)`,
+    );
+  return value;
+}
 const waitOption = () =>
   new Option('--wait <duration>', "how long to wait for the workflow's verdict").default('60s');
 
@@ -27,12 +40,15 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
       )
       .addOption(jsonOption())
       .option('--integration <name>', 'only this integration')
+      .option('--tenant <tenant>', TENANT_HELP)
       .option('--since <time>', 'only events that arrived since (1h, 7d or an ISO time)')
       .option('--include-closed', 'also closed workflows (failed work nobody decided on in time)')
       .action(
         operatorAction(ctx, async (session, opts: ListOptions) => {
+          const tenant = tenantFlag(opts.tenant);
           const items = await session.api().work(kind, {
             integration: opts.integration,
+            tenant,
             since: opts.since ? parseTime(opts.since, '--since') : undefined,
             includeClosed: opts.includeClosed,
           });
@@ -105,6 +121,7 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
       'select by a Temporal list filter, e.g. \'ReplyState="failed" AND Integration="slack"\'',
     )
     .option('--integration <name>', 'select failed work of this integration')
+    .option('--tenant <tenant>', 'select failed work of this tenant (with --query too: both must match)')
     .option('--since <time>', 'select failed work that arrived since (1h, 7d or an ISO time)')
     .option('--dry-run', 'show what would happen and change nothing')
     .option('--yes', 'do not ask for confirmation')
@@ -122,6 +139,7 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
 interface ListOptions {
   json?: boolean;
   integration?: string;
+  tenant?: string;
   since?: string;
   includeClosed?: boolean;
 }
@@ -136,6 +154,7 @@ interface DecisionOptions {
 interface ReprocessOptions extends DecisionOptions {
   query?: string;
   integration?: string;
+  tenant?: string;
   since?: string;
   dryRun?: boolean;
   yes?: boolean;
@@ -155,6 +174,7 @@ function printWorkTable(io: CliIo, items: WorkItem[]): void {
         'WORKFLOW ID',
         'STATE',
         'INTEGRATION',
+        'TENANT',
         'BUSINESS KEY',
         'FAILED STEP',
         'ATTEMPTS',
@@ -166,6 +186,7 @@ function printWorkTable(io: CliIo, items: WorkItem[]): void {
         w.workflowId,
         w.execution === 'RUNNING' ? w.state : `${w.state} (${w.execution.toLowerCase()})`,
         w.integration,
+        w.tenant,
         w.businessKey,
         w.failedStep,
         w.attempts,
@@ -186,6 +207,7 @@ function printInspection(io: CliIo, { workflow, effects, audit }: Inspection): v
   );
   const fields: [string, unknown][] = [
     ['state', s.state],
+    ['tenant', workflow.tenant],
     ['step', s.step],
     ['attempts', s.attempts],
     ['last error class', s.lastErrorClass],
@@ -293,18 +315,20 @@ async function decideOne(
 }
 
 function selects(opts: ReprocessOptions): boolean {
-  return Boolean(opts.query || opts.integration || opts.since);
+  return Boolean(opts.query || opts.integration || opts.since || opts.tenant);
 }
 
 /** The selection's visibility query: one id (a dry run), `--query` as given, or failed work by integration and time. */
 function selectionQuery(workflowId: string | undefined, opts: ReprocessOptions): string {
   if (workflowId && selects(opts))
     throw new OperatorInputError(
-      'give one workflow id or a selection (--query, --integration, --since), not both',
+      'give one workflow id or a selection (--query, --integration, --tenant, --since), not both',
     );
   if (workflowId) return `WorkflowId = ${quote(workflowId)}`;
   if (!selects(opts))
-    throw new OperatorInputError('give a workflow id, or select with --query, --integration or --since');
+    throw new OperatorInputError(
+      'give a workflow id, or select with --query, --integration, --tenant or --since',
+    );
   if (opts.query && (opts.integration || opts.since))
     throw new OperatorInputError('--query already says what to select: leave out --integration and --since');
   if (opts.query) return opts.query;
@@ -324,10 +348,12 @@ async function reprocessSelection(
   if (!reason) throw new OperatorInputError('a reason is required (--reason "…")');
   const waitMs = parseDurationFlag(opts.wait, '--wait');
   // Planning needs the view role (replyflow checks it); each item's workflow judges the reprocess itself.
-  const { operator, plan } = await session.api().planReprocess(query, reason);
+  // The tenant goes apart from the query: replyflow checks it and adds it to the filter itself.
+  const { operator, plan } = await session.api().planReprocess(query, reason, tenantFlag(opts.tenant));
   const todo = plan.filter((item) => item.verdict === 'reprocess');
   if (opts.dryRun || todo.length === 0) {
-    if (opts.json) printJson(io.stdout, { query, dryRun: Boolean(opts.dryRun), plan, results: [] });
+    if (opts.json)
+      printJson(io.stdout, { query, tenant: opts.tenant, dryRun: Boolean(opts.dryRun), plan, results: [] });
     else {
       printPlan(io, plan);
       printLine(
@@ -354,7 +380,7 @@ async function reprocessSelection(
   }
   progress.end();
   const count = (r: ItemResult['result']) => results.filter((x) => x.result === r).length;
-  if (opts.json) printJson(io.stdout, { query, dryRun: false, plan, results });
+  if (opts.json) printJson(io.stdout, { query, tenant: opts.tenant, dryRun: false, plan, results });
   else
     printLine(
       io.stdout,

@@ -29,6 +29,8 @@ const COLUMNS = [
   'request_id',
 ] as const;
 
+export type AuditLog = ReturnType<typeof createAuditLog>;
+
 export function createAuditLog(pool: Pool) {
   return {
     /** Appends the rows, in order, in one statement. */

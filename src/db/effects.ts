@@ -2,7 +2,8 @@
 // named as model/send.pml names it, and only from the statuses its entry in EFFECT_STEPS allows.
 // Everything else reads rows; nothing else writes `status`. The activities (activities/send.ts,
 // activities/effects.ts) turn what these steps report into Temporal outcomes.
-import type { ClaimInput, EffectStatus } from '../model';
+import type { ClaimInput, EffectStatus, StepPlan } from '../model';
+import { parseTenant } from '../tenants/tenant-id';
 import { type Pool, withClient } from './pool';
 
 /**
@@ -67,6 +68,8 @@ export type Settlement =
 /** A recorded change: which target, how old the effect was (for the outcome metrics), its attempts so far. */
 export interface Recorded {
   target: string;
+  /** The tenant whose credential the send uses (the step's destination.tenant when it was claimed). */
+  tenant?: string;
   ageSeconds: number;
   attempts: number;
 }
@@ -103,6 +106,12 @@ const ANSWERING: readonly EffectStatus[] = [
   'succeeded',
 ];
 
+/** The tenant whose credential a step's send uses, when it names a well-formed one. */
+function tenantOfStep(step: StepPlan): string | null {
+  const tenant = step.destination.tenant;
+  return tenant && parseTenant(tenant) ? tenant : null;
+}
+
 export type EffectsRepository = ReturnType<typeof createEffectsRepository>;
 
 export function createEffectsRepository(pool: Pool) {
@@ -118,13 +127,26 @@ export function createEffectsRepository(pool: Pool) {
     guard = '',
   ): Promise<Recorded | undefined> {
     const { from, to } = EFFECT_STEPS[step];
-    const { rows } = await pool.query<{ target: string; age_seconds: number; attempts: number }>(
+    const { rows } = await pool.query<{
+      target: string;
+      tenant: string | null;
+      age_seconds: number;
+      attempts: number;
+    }>(
       `UPDATE effects SET status = '${to}', ${set ? `${set}, ` : ''}updated_at = now()
         WHERE id = $1 AND status = ANY($2::text[]) ${guard}
-        RETURNING target, attempts, ${AGE}`,
+        RETURNING target, tenant, attempts, ${AGE}`,
       [effectId, from, ...values],
     );
-    return rows[0] && { target: rows[0].target, ageSeconds: rows[0].age_seconds, attempts: rows[0].attempts };
+    const row = rows[0];
+    return (
+      row && {
+        target: row.target,
+        ...(row.tenant ? { tenant: row.tenant } : {}),
+        ageSeconds: row.age_seconds,
+        attempts: row.attempts,
+      }
+    );
   }
 
   /** How many earlier sends of the effect's conversation are still pending (0: its turn, or not ordered). */
@@ -142,8 +164,8 @@ export function createEffectsRepository(pool: Pool) {
     async claim(input: ClaimInput): Promise<ClaimOutcome> {
       const inserted = await pool.query(
         `INSERT INTO effects (id, target, business_key, step, step_index, integration, conversation_id, status,
-                              workflow_id, correlation_id, conversation_key, order_key)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, 'claimed', $8, $9, $10, $11)
+                              workflow_id, correlation_id, conversation_key, order_key, tenant)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, 'claimed', $8, $9, $10, $11, $12)
          ON CONFLICT (target, business_key) DO NOTHING`,
         [
           input.effectId,
@@ -157,6 +179,7 @@ export function createEffectsRepository(pool: Pool) {
           input.correlationId,
           input.order?.conversationKey ?? null,
           input.order?.orderKey ?? null,
+          tenantOfStep(input.step),
         ],
       );
       if (inserted.rowCount === 1) return { kind: 'inserted' };

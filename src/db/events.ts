@@ -1,5 +1,6 @@
 // The events table's one owner (the event ledger): the dedupe key that outlives Temporal's retention,
 // which run chain an event belongs to, and each event's outcome.
+import { parseTenant } from '../tenants/tenant-id';
 import type { Pool } from './pool';
 
 /** The fields of an inbound event the ledger keeps (never its content). */
@@ -12,7 +13,16 @@ export interface LedgerEvent {
   receivedAt: string;
   correlationId: string;
   redelivery?: unknown;
+  /** The account it came through (src/tenants/tenant-id.ts); kept only when it is a well-formed id. */
+  tenant?: string;
 }
+
+/** Whose work a workflow is, as its event's ledger row says (the row its own input wrote). */
+export type WorkTenant =
+  /** No row (yet) for that workflow: an unknown id, or a run that has not recorded its event. */
+  | { recorded: false }
+  /** `tenant` absent: an event without one, or recorded before tenants were (migration 017). */
+  | { recorded: true; tenant?: string };
 
 /** What recording an event found. */
 export type LedgerEntry =
@@ -33,6 +43,8 @@ export interface EventOutcome {
   reason?: string;
 }
 
+export type EventLedger = ReturnType<typeof createEventLedger>;
+
 export function createEventLedger(pool: Pool) {
   return {
     /**
@@ -41,8 +53,8 @@ export function createEventLedger(pool: Pool) {
      */
     async record(event: LedgerEvent, runId: string, firstRunId?: string): Promise<LedgerEntry> {
       const inserted = await pool.query(
-        `INSERT INTO events (provider, event_id, workflow_id, run_id, first_run_id, event_type, occurred_at, received_at, correlation_id, redelivery)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+        `INSERT INTO events (provider, event_id, workflow_id, run_id, first_run_id, event_type, occurred_at, received_at, correlation_id, redelivery, tenant)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
          ON CONFLICT (provider, event_id) DO NOTHING`,
         [
           event.provider,
@@ -55,6 +67,7 @@ export function createEventLedger(pool: Pool) {
           event.receivedAt,
           event.correlationId,
           event.redelivery ? JSON.stringify(event.redelivery) : null,
+          event.tenant && parseTenant(event.tenant) ? event.tenant : null,
         ],
       );
       if (inserted.rowCount === 1) return { kind: 'new' };
@@ -80,6 +93,19 @@ export function createEventLedger(pool: Pool) {
       // Another run of the chain took it over first: the one that did carries on.
       if (!earlier) return { kind: 'processed' };
       return { kind: 'rerun', outcome: earlier.outcome, reason: earlier.outcome_reason };
+    },
+
+    /**
+     * The tenant of the event workflow `workflowId` handles. Trusted for who may decide it: the row
+     * was written from the workflow's own input, which only replyflow's payload key could encrypt.
+     */
+    async tenantOf(workflowId: string): Promise<WorkTenant> {
+      const { rows } = await pool.query<{ tenant: string | null }>(
+        'SELECT tenant FROM events WHERE workflow_id = $1 LIMIT 1',
+        [workflowId],
+      );
+      if (!rows[0]) return { recorded: false };
+      return rows[0].tenant ? { recorded: true, tenant: rows[0].tenant } : { recorded: true };
     },
 
     /** Writes the final state of run `runId`'s event (never over another run's). */

@@ -3,6 +3,7 @@
 // (which authenticates operators before it seals) and the workflow's decision check all come here.
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { OPERATOR_ROLES, type OperatorRole } from '../model';
+import { parseTenant } from '../tenants/tenant-id';
 import type { Pool } from './pool';
 
 /** Operator names: short, lower-case, safe in logs and audit rows. */
@@ -12,6 +13,11 @@ const TOKEN_PREFIX = 'rfo_';
 export interface OperatorAccount {
   name: string;
   roles: OperatorRole[];
+  /**
+   * The tenants (src/tenants/tenant-id.ts) whose work the operator may see and decide; null: every
+   * tenant. A limited operator sees no work of another tenant, nor work without one.
+   */
+  tenants: string[] | null;
   /** The current credential: seals made with another one are revoked. */
   credentialId: string;
   disabled: boolean;
@@ -37,6 +43,29 @@ export function validRoles(roles: readonly string[]): OperatorRole[] {
   return OPERATOR_ROLES.filter((r) => r === 'view' || roles.includes(r));
 }
 
+/** The tenants as given, each a well-formed tenant id, without repeats; null (every tenant) stays null. */
+export function validTenants(tenants: readonly string[] | null): string[] | null {
+  if (tenants === null) return null;
+  const bad = tenants.filter((t) => !parseTenant(t));
+  if (bad.length > 0)
+    throw new OperatorAccountError(
+      `not a tenant: ${bad.map((t) => JSON.stringify(t.slice(0, 80))).join(', ')} (slack:T…, slack:E…, line:U… or github:<installation id>)`,
+    );
+  if (tenants.length === 0)
+    throw new OperatorAccountError('give at least one tenant, or let the operator see every tenant');
+  return [...new Set(tenants)];
+}
+
+/** Whether the operator may see and decide work of `tenant` (undefined: work without a tenant). */
+export function mayWorkFor(account: Pick<OperatorAccount, 'tenants'>, tenant: string | undefined): boolean {
+  return account.tenants === null || (tenant !== undefined && account.tenants.includes(tenant));
+}
+
+/** The operator's tenants in words, for audit rows and refusals. */
+export function tenantsInWords(tenants: string[] | null): string {
+  return tenants === null ? 'every tenant' : `tenants ${tenants.join(',')}`;
+}
+
 function validName(name: string): string {
   if (!OPERATOR_NAME.test(name))
     throw new OperatorAccountError(
@@ -48,15 +77,17 @@ function validName(name: string): string {
 type Row = {
   name: string;
   roles: OperatorRole[];
+  tenants: string[] | null;
   credential_id: string;
   disabled_at: Date | null;
   created_at: Date;
   rotated_at: Date;
 };
-const COLUMNS = 'name, roles, credential_id, disabled_at, created_at, rotated_at';
+const COLUMNS = 'name, roles, tenants, credential_id, disabled_at, created_at, rotated_at';
 const account = (row: Row): OperatorAccount => ({
   name: row.name,
   roles: row.roles,
+  tenants: row.tenants,
   credentialId: row.credential_id,
   disabled: row.disabled_at !== null,
   createdAt: row.created_at,
@@ -87,21 +118,27 @@ export function createOperatorStore(pool: Pool) {
   }
 
   return {
-    /** Creates an account. @returns it and its token, which is shown this once and never stored. */
+    /**
+     * Creates an account, for every tenant unless `tenants` lists the ones it may work for.
+     * @returns it and its token, which is shown this once and never stored.
+     */
     async add(
       name: string,
       roles: readonly string[],
       change: AccountChange,
+      tenants: readonly string[] | null = null,
     ): Promise<{ account: OperatorAccount; token: string }> {
       const token = newToken();
       const granted = validRoles(roles);
+      const scope = validTenants(tenants);
       const { rows } = await pool.query<Row>(
-        `INSERT INTO operators (name, roles, token_hash, credential_id) VALUES ($1, $2, $3, $4)
+        `INSERT INTO operators (name, roles, token_hash, credential_id, tenants) VALUES ($1, $2, $3, $4, $5)
          ON CONFLICT (name) DO NOTHING RETURNING ${COLUMNS}`,
-        [validName(name), granted, hashOf(token), randomUUID()],
+        [validName(name), granted, hashOf(token), randomUUID(), scope],
       );
       if (!rows[0]) throw new OperatorAccountError(`an operator named ${name} exists already`);
-      await audit(change, 'operator add', name, `accepted: roles ${granted.join(',')}`);
+      const result = `accepted: roles ${granted.join(',')}${scope ? `; ${tenantsInWords(scope)}` : ''}`;
+      await audit(change, 'operator add', name, result);
       return { account: account(rows[0]), token };
     },
 
@@ -143,6 +180,18 @@ export function createOperatorStore(pool: Pool) {
       const granted = validRoles(roles);
       const changed = await update(name, 'roles = $2', [granted]);
       await audit(change, 'operator roles', name, `accepted: roles ${granted.join(',')}`);
+      return changed;
+    },
+
+    /** Limits the operator to `tenants`, or (null) lets them see and decide every tenant's work. */
+    async setTenants(
+      name: string,
+      tenants: readonly string[] | null,
+      change: AccountChange,
+    ): Promise<OperatorAccount> {
+      const scope = validTenants(tenants);
+      const changed = await update(name, 'tenants = $2', [scope]);
+      await audit(change, 'operator tenants', name, `accepted: ${tenantsInWords(scope)}`);
       return changed;
     },
 

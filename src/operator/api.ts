@@ -11,6 +11,7 @@ import type { Payload, PayloadCodec } from '@temporalio/common';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { z } from 'zod';
 import type { Config } from '../config';
+import { createEventLedger } from '../db/events';
 import type { OperatorAccount } from '../db/operators';
 import type { Pool } from '../db/pool';
 import { errorMessage } from '../failures';
@@ -23,9 +24,11 @@ import {
   NotADecisionError,
   StatusUnavailableError,
 } from '../temporal/codec-server';
+import { tenantRefusal } from '../tenants/operator-scope';
+import { parseTenant } from '../tenants/tenant-id';
 import { listAudit, NOT_PERMITTED, recordAction } from './audit';
 import { type ConversationAction, operateConversation } from './conversations';
-import { awaitVerdict, type DecisionOutcome, type DecisionRequest, decide } from './decisions';
+import { actionOf, awaitVerdict, type DecisionOutcome, type DecisionRequest, decide } from './decisions';
 import { NotPermittedError, OperatorInputError, WorkflowUnansweredError } from './errors';
 import { inspectWorkflow } from './inspect';
 import { reconcile } from './reconcile';
@@ -77,7 +80,10 @@ const decisionBody = z.object({
   externalId: z.string().optional(),
   waitMs: z.number().int().min(0).optional(),
 });
-const planBody = z.object({ query: z.string().min(1), reason: z.string() });
+const tenantId = z.string().refine((t) => parseTenant(t) !== undefined, {
+  message: 'not a tenant id (slack:T…, slack:E…, line:U… or github:<installation id>)',
+});
+const planBody = z.object({ query: z.string().min(1), reason: z.string(), tenant: tenantId.optional() });
 const itemBody = z.object({
   workflowId: z.string().min(1),
   integration: z.string().optional(),
@@ -89,6 +95,7 @@ const conversationBody = z.object({ reason: z.string() });
 const isoTime = z.iso.datetime({ offset: true }).transform((t) => new Date(t));
 const workQuery = z.object({
   integration: z.string().min(1).optional(),
+  tenant: tenantId.optional(),
   since: isoTime.optional(),
   includeClosed: z.enum(['true', 'false']).optional(),
 });
@@ -116,6 +123,7 @@ export function operatorApi(options: OperatorApiOptions): OperatorApi {
   const { config, pool, logger } = options;
   const { gate, codec } = options.codec;
   const seal = decisionSealer(options.codec);
+  const ledger = createEventLedger(pool);
   // Lazy: the receiver starts while Temporal is down; the API answers 503 until it is back.
   const connection = Connection.lazy({
     address: options.temporalAddress,
@@ -156,6 +164,48 @@ export function operatorApi(options: OperatorApiOptions): OperatorApi {
       'operator API: not permitted',
     );
     throw new NotPermittedError(account.name, role);
+  }
+
+  /**
+   * For an operator limited to tenants, another tenant's workflow reads as no workflow at all. A
+   * decision (`decision`) on it is refused and audited with the reason, before anything is sealed.
+   */
+  async function ownWork(
+    account: OperatorAccount,
+    workflowId: string,
+    decision?: { action: string; reason?: string },
+  ): Promise<void> {
+    const refusal = await tenantRefusal(ledger, account, workflowId);
+    if (!refusal) return;
+    if (decision)
+      await recordAction(pool, {
+        actor: account.name,
+        action: decision.action,
+        target: workflowId,
+        reason: decision.reason,
+        result: `rejected: ${refusal}`,
+      });
+    logger.info(
+      { operator: account.name, decision: decision?.action },
+      'operator API: another tenant’s work',
+    );
+    throw new OperatorInputError(`no workflow ${workflowId}`);
+  }
+
+  /** What covers every tenant's work is not for an operator limited to some: refused and audited. */
+  async function everyTenant(
+    account: OperatorAccount,
+    refusal: { action: string; target: string; reason?: string },
+  ) {
+    if (account.tenants === null) return;
+    await recordAction(pool, {
+      actor: account.name,
+      ...refusal,
+      result: `${NOT_PERMITTED}: every tenant's work`,
+    });
+    throw new OperatorInputError(
+      `${refusal.action} covers every tenant's work: ${account.name} works for some tenants only`,
+    );
   }
 
   type Handler = (req: Request, res: Response, account: OperatorAccount, client: Client) => Promise<unknown>;
@@ -200,7 +250,11 @@ export function operatorApi(options: OperatorApiOptions): OperatorApi {
 
   api.get(
     '/whoami',
-    handle(async (_req, _res, account) => ({ operator: account.name, roles: account.roles })),
+    handle(async (_req, _res, account) => ({
+      operator: account.name,
+      roles: account.roles,
+      ...(account.tenants ? { tenants: account.tenants } : {}),
+    })),
   );
 
   api.get(
@@ -210,7 +264,12 @@ export function operatorApi(options: OperatorApiOptions): OperatorApi {
       if (kind !== 'held' && kind !== 'failed') throw new OperatorInputError('work is held or failed');
       const filter = parse(workQuery, req.query);
       await authorize(account, 'view', { action: 'view', target: kind });
-      return listWork(client, kind, { ...filter, includeClosed: filter.includeClosed === 'true' });
+      return listWork(
+        client,
+        kind,
+        { ...filter, includeClosed: filter.includeClosed === 'true' },
+        account.tenants,
+      );
     }),
   );
 
@@ -219,6 +278,7 @@ export function operatorApi(options: OperatorApiOptions): OperatorApi {
     handle(async (req, _res, account, client) => {
       const { workflowId } = req.params as { workflowId: string };
       await authorize(account, 'view', { action: 'view', target: workflowId });
+      await ownWork(account, workflowId);
       return inspectWorkflow(client, pool, workflowId);
     }),
   );
@@ -229,6 +289,7 @@ export function operatorApi(options: OperatorApiOptions): OperatorApi {
       const { workflowId, decision } = req.params as { workflowId: string; decision: string };
       const body = parse(decisionBody, req.body);
       const request = decisionRequest(decision, body);
+      await ownWork(account, workflowId, { action: actionOf(request), reason: body.reason });
       const outcome = await decide(client, { workflowId, request, waitMs: waitOf(body.waitMs) });
       logger.info(
         { operator: account.name, decision, verdict: outcome.verdict !== undefined },
@@ -244,6 +305,7 @@ export function operatorApi(options: OperatorApiOptions): OperatorApi {
       const { workflowId, updateId } = req.params as { workflowId: string; updateId: string };
       const { runId, waitMs } = parse(waitQuery, req.query);
       await authorize(account, 'view', { action: 'view', target: workflowId });
+      await ownWork(account, workflowId);
       const outcome = await awaitVerdict(client, { workflowId, runId, updateId }, waitOf(waitMs));
       return { ...outcome, operator: account.name };
     }),
@@ -252,7 +314,7 @@ export function operatorApi(options: OperatorApiOptions): OperatorApi {
   api.post(
     '/reprocess/plan',
     handle(async (req, _res, account, client) => {
-      const { query, reason } = parse(planBody, req.body);
+      const { query, reason, tenant } = parse(planBody, req.body);
       if (!reason.trim()) throw new OperatorInputError('a reason is required (--reason "…")');
       // Planning reads work and effect rows: viewing. Each item's workflow judges the reprocess itself.
       const operator = await authorize(account, 'view', {
@@ -260,7 +322,10 @@ export function operatorApi(options: OperatorApiOptions): OperatorApi {
         target: `selection: ${query}`,
         reason: reason.trim(),
       });
-      return { operator, plan: await planReprocess(client, pool, query) };
+      return {
+        operator,
+        plan: await planReprocess(client, pool, query, { tenants: account.tenants, tenant }),
+      };
     }),
   );
 
@@ -270,6 +335,7 @@ export function operatorApi(options: OperatorApiOptions): OperatorApi {
       const { reason, waitMs, ...planned } = parse(itemBody, req.body);
       if (!reason.trim()) throw new OperatorInputError('a reason is required (--reason "…")');
       await authorize(account, 'view', { action: 'reprocess', target: planned.workflowId, reason });
+      await ownWork(account, planned.workflowId, { action: 'reprocess', reason });
       return reprocessItem(client, pool, planned, { reason: reason.trim(), waitMs: waitOf(waitMs) });
     }),
   );
@@ -279,6 +345,7 @@ export function operatorApi(options: OperatorApiOptions): OperatorApi {
     handle(async (req, _res, account, client) => {
       const { graceMs } = parse(graceQuery, req.query);
       await authorize(account, 'view', { action: 'view', target: 'reconcile' });
+      await everyTenant(account, { action: 'reconcile', target: 'reconcile' });
       return reconcile({
         client,
         pool,
@@ -293,7 +360,7 @@ export function operatorApi(options: OperatorApiOptions): OperatorApi {
     handle(async (req, _res, account) => {
       const filter = parse(auditQuery, req.query);
       await authorize(account, 'view', { action: 'view', target: 'audit' });
-      return listAudit(pool, filter);
+      return listAudit(pool, { ...filter, ...(account.tenants ? { tenants: account.tenants } : {}) });
     }),
   );
 
@@ -305,11 +372,10 @@ export function operatorApi(options: OperatorApiOptions): OperatorApi {
         throw new OperatorInputError(`a conversation move is one of ${CONVERSATION_ACTIONS.join(', ')}`);
       const { reason } = parse(conversationBody, req.body);
       if (!reason.trim()) throw new OperatorInputError('a reason is required (--reason "…")');
-      const operator = await authorize(account, 'conversation', {
-        action: `conversation:${action}`,
-        target: `conversation:${conversationKey}`,
-        reason,
-      });
+      const refusal = { action: `conversation:${action}`, target: `conversation:${conversationKey}`, reason };
+      const operator = await authorize(account, 'conversation', refusal);
+      // A conversation's key does not name its tenant for every provider (GitHub's names a repository).
+      await everyTenant(account, refusal);
       return operateConversation(pool, {
         action: action as ConversationAction,
         conversationKey,

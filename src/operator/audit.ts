@@ -24,6 +24,11 @@ export interface AuditFilter {
   until?: Date;
   /** @default 1000 */
   limit?: number;
+  /**
+   * Only rows about workflows whose event came through one of these tenants (an operator limited to
+   * them); rows about accounts, conversations or maintenance are left out too. Absent: every row.
+   */
+  tenants?: string[];
 }
 
 /** Oldest first, as decisions happened; the newest `limit` rows when there are more. */
@@ -37,6 +42,7 @@ export async function listAudit(pool: Pool, filter: AuditFilter = {}): Promise<A
           AND ($2::text IS NULL OR actor = $2)
           AND ($3::timestamptz IS NULL OR at >= $3)
           AND ($4::timestamptz IS NULL OR at < $4)
+          AND ($6::text[] IS NULL OR workflow_id IN (SELECT workflow_id FROM events WHERE tenant = ANY($6)))
         ORDER BY id DESC
         LIMIT $5) newest
      ORDER BY id`,
@@ -46,6 +52,7 @@ export async function listAudit(pool: Pool, filter: AuditFilter = {}): Promise<A
       filter.since ?? null,
       filter.until ?? null,
       filter.limit ?? 1000,
+      filter.tenants ?? null,
     ],
   );
   return rows.map((r) => ({

@@ -8,7 +8,7 @@ import { PLAN_STEP } from '../model';
 import { accepted, decide } from './decisions';
 import { OperatorInputError } from './errors';
 import { effectsOf } from './inspect';
-import { listEventWorkflows, type WorkflowStatus, workflowStatus } from './workflows';
+import { listEventWorkflows, scopedQuery, visibleTo, type WorkflowStatus, workflowStatus } from './workflows';
 
 export interface SelectionItem {
   workflowId: string;
@@ -55,9 +55,21 @@ async function check(client: Client, pool: Pool, workflowId: string, integration
   return { item: { ...checked, verdict: 'reprocess' }, current };
 }
 
+/** Whose work a selection may take: an operator's tenants (null: every tenant), and one asked for. */
+export interface SelectionScope {
+  tenants: string[] | null;
+  tenant?: string;
+}
+
 /** What a reprocess of the query's failed work would do. Reads only; changes nothing. */
-export async function planReprocess(client: Client, pool: Pool, query: string): Promise<SelectionItem[]> {
-  const listed = await listEventWorkflows(client, `(${query}) AND ExecutionStatus = "Running"`);
+export async function planReprocess(
+  client: Client,
+  pool: Pool,
+  query: string,
+  scope: SelectionScope = { tenants: null },
+): Promise<SelectionItem[]> {
+  const running = scopedQuery(`(${query}) AND ExecutionStatus = "Running"`, scope.tenants, scope.tenant);
+  const listed = visibleTo(await listEventWorkflows(client, running), scope.tenants);
   const plan: SelectionItem[] = [];
   for (const entry of listed)
     plan.push((await check(client, pool, entry.workflowId, entry.integration)).item);

@@ -13,8 +13,11 @@ import {
   LastErrorClass,
   RecommendedAction,
   ReplyState,
+  Tenant,
 } from '../../workflows/search-attributes';
+import { mayWorkFor } from '../db/operators';
 import { errorMessage } from '../failures';
+import { parseTenant } from '../tenants/tenant-id';
 import { OperatorInputError, WorkflowUnansweredError } from './errors';
 
 /** One row of the `held` and `failed` lists: identifiers and classifications, never message text. */
@@ -28,6 +31,8 @@ export interface WorkItem {
   attempts?: number;
   lastErrorClass?: string;
   recommendedAction?: string;
+  /** The account the event came through (the `Tenant` search attribute). */
+  tenant?: string;
   /** When the event's workflow started (the event arrived). */
   startedAt: string;
   ageMs: number;
@@ -50,6 +55,7 @@ function workItem(info: WorkflowExecutionInfo, now: number): WorkItem {
     attempts: sa.get(Attempts),
     lastErrorClass: sa.get(LastErrorClass),
     recommendedAction: sa.get(RecommendedAction),
+    tenant: sa.get(Tenant),
     startedAt: info.startTime.toISOString(),
     ageMs: now - info.startTime.getTime(),
     execution: info.status.name,
@@ -81,6 +87,8 @@ function isInvalidArgument(err: unknown): boolean {
 
 export interface WorkFilter {
   integration?: string;
+  /** Only work of this tenant (validated: a well-formed tenant id). */
+  tenant?: string;
   /** Only work whose event arrived at or after this time. */
   since?: Date;
   /** Closed workflows too (failed work nobody reprocessed in time); default: only running ones. */
@@ -91,6 +99,7 @@ export interface WorkFilter {
 export function workQuery(kind: 'held' | 'failed', filter: WorkFilter = {}): string {
   const parts = [kind === 'held' ? 'ReplyState IN ("held", "awaiting_approval")' : 'ReplyState = "failed"'];
   if (filter.integration) parts.push(`Integration = ${quote(filter.integration)}`);
+  if (filter.tenant) parts.push(tenantClause([filter.tenant]));
   if (filter.since) parts.push(`StartTime >= ${quote(filter.since.toISOString())}`);
   if (!filter.includeClosed) parts.push('ExecutionStatus = "Running"');
   return parts.join(' AND ');
@@ -101,17 +110,53 @@ export function quote(value: string): string {
   return JSON.stringify(value);
 }
 
+/**
+ * `Tenant = "…"` (or `IN (…)`) for tenant ids, each checked to be one first: a value that is not a
+ * tenant id never reaches the query. @throws OperatorInputError naming the first that is not.
+ */
+export function tenantClause(tenants: readonly string[]): string {
+  const bad = tenants.find((t) => !parseTenant(t));
+  if (bad !== undefined || tenants.length === 0)
+    throw new OperatorInputError(
+      `not a tenant: ${JSON.stringify((bad ?? '').slice(0, 80))} (slack:T…, slack:E…, line:U… or github:<installation id>)`,
+    );
+  return tenants.length === 1
+    ? `Tenant = ${quote(tenants[0]!)}`
+    : `Tenant IN (${tenants.map(quote).join(', ')})`;
+}
+
+/**
+ * `query` narrowed to the tenants an operator may see (null: every tenant), and to `tenant` when
+ * asked for. The list is filtered again by each item's tenant: a query typed by the operator cannot
+ * widen it.
+ */
+export function scopedQuery(query: string, tenants: string[] | null, tenant?: string): string {
+  const parts = [`(${query})`];
+  if (tenant !== undefined) parts.push(tenantClause([tenant]));
+  if (tenants !== null) parts.push(tenantClause(tenants));
+  return parts.join(' AND ');
+}
+
+/** Only the items of tenants an operator may see (null: every tenant). */
+export function visibleTo(items: WorkItem[], tenants: string[] | null): WorkItem[] {
+  return tenants === null ? items : items.filter((item) => mayWorkFor({ tenants }, item.tenant));
+}
+
+/** Held or failed work, of the tenants an operator may see (null: every tenant). */
 export async function listWork(
   client: Client,
   kind: 'held' | 'failed',
   filter: WorkFilter = {},
+  tenants: string[] | null = null,
 ): Promise<WorkItem[]> {
-  return listEventWorkflows(client, workQuery(kind, filter));
+  return visibleTo(await listEventWorkflows(client, scopedQuery(workQuery(kind, filter), tenants)), tenants);
 }
 
 export interface WorkflowStatus {
   workflowId: string;
   runId: string;
+  /** The `Tenant` search attribute: the account the event came through. */
+  tenant?: string;
   execution: string;
   taskQueue: string;
   startedAt: string;
@@ -148,6 +193,7 @@ export async function workflowStatus(
   return {
     workflowId,
     runId: description.runId,
+    tenant: description.typedSearchAttributes.get(Tenant),
     execution: description.status.name,
     taskQueue: description.taskQueue,
     startedAt: description.startTime.toISOString(),

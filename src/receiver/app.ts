@@ -228,6 +228,8 @@ export function createReceiverApp(deps: ReceiverDeps): express.Express {
         result.events.map((e) => e.workflowId),
       );
     }
+    for (const [i, event] of result.events.entries())
+      if (outcomes[i] === 'accepted') deps.metrics.accepted(label, event.tenant);
     const accepted = outcomes.includes('accepted');
     const status = accepted ? 'accepted' : 'duplicate';
     const workflows = result.events.map((e, i) => ({

@@ -1,6 +1,7 @@
 // Makes an event durable: starts its workflow under the id derived from (provider, event id). A
 // duplicate start is the first dedupe key, once the run that holds the id is known to be the event's
 // (existing-run.ts); a start Temporal cannot confirm in time is "unavailable".
+import { createHash } from 'node:crypto';
 import {
   type Client,
   WorkflowExecutionAlreadyStartedError,
@@ -9,10 +10,17 @@ import {
 } from '@temporalio/client';
 import { type PayloadCodec, WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/common';
 import type { handleEvent } from '../../workflows';
-import { ConversationId, CorrelationId, Provider, ReplyState } from '../../workflows/search-attributes';
+import {
+  ConversationId,
+  CorrelationId,
+  Provider,
+  ReplyState,
+  Tenant,
+} from '../../workflows/search-attributes';
 import { errorMessage } from '../failures';
 import type { StartDispatch } from '../metrics';
 import type { InboundEvent } from '../providers/types';
+import { parseTenant } from '../tenants/tenant-id';
 import type { DeadlineCalls } from './deadline-calls';
 import { existingRun } from './existing-run';
 
@@ -80,13 +88,31 @@ export function eventStartOptions(
     workflowIdReusePolicy: reuse,
     workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
     memo: { correlationId: event.correlationId },
+    // Its tasks, and its activities' (they inherit it), take turns with other conversations' in
+    // Temporal's matching: a burst into one conversation queues behind itself, not in front of others.
+    priority: { fairnessKey: fairnessKeyOf(event) },
     typedSearchAttributes: [
       { key: ReplyState, value: 'received' },
       { key: Provider, value: event.provider },
       { key: CorrelationId, value: event.correlationId },
       ...(event.conversation ? [{ key: ConversationId, value: event.conversation.id }] : []),
+      // Only a well-formed id (providers build it that way): nothing else reaches an unencrypted field.
+      ...(event.tenant && parseTenant(event.tenant) ? [{ key: Tenant, value: event.tenant }] : []),
     ],
   };
+}
+
+/** Temporal's limit on a fairness key. */
+const FAIRNESS_KEY_BYTES = 64;
+
+/**
+ * Whose share of the task queue an event's work counts against: its conversation (a chat, an order),
+ * else its tenant, else its sender (a Standard Webhooks source). Ids only; a long one is hashed to fit.
+ */
+export function fairnessKeyOf(event: InboundEvent): string {
+  const key = event.conversation?.id ?? event.tenant ?? event.provider;
+  if (Buffer.byteLength(key, 'utf8') <= FAIRNESS_KEY_BYTES) return key;
+  return `sha256:${createHash('sha256').update(key, 'utf8').digest('base64url')}`;
 }
 
 /**

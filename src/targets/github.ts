@@ -1,6 +1,10 @@
 // GitHub issue and pull-request comments through the REST API (plain fetch, no retries). GitHub has
-// no idempotency key, so each comment ends with a hidden marker that `lookup` finds again.
+// no idempotency key, so each comment ends with a hidden marker that `lookup` finds again. A step from
+// a GitHub App's installation (`destination.tenant` = `github:<installation id>`) is posted with that
+// installation's token, any other with the personal token.
 import type { StepPlan } from '../model';
+import { parseTenant } from '../tenants/tenant-id';
+import type { InstallationTokens } from './github-app';
 import { classifyStatus, classifyTransportError } from './http-errors';
 import { type LookupRequest, messageText, parseRetryAfter, type TargetAdapter, TargetError } from './types';
 
@@ -16,23 +20,61 @@ export function effectMarker(effectId: string): string {
 }
 
 export interface GithubTargetOptions {
-  token: string;
+  /** GITHUB_TOKEN: for steps that name no installation. */
+  token?: string;
+  /** The GitHub App's installation tokens (GITHUB_APP_ID and its key): for steps that name one. */
+  app?: InstallationTokens;
   /** GITHUB_API_URL, e.g. `https://api.github.com`. */
   apiUrl: string;
 }
 
-export function githubTarget({ token, apiUrl }: GithubTargetOptions): TargetAdapter {
+/** The token a request goes with, and whose it is. */
+interface Credential {
+  token: string;
+  /** Set for an installation's token: a refusal names the app in its fix and drops the token. */
+  installationId?: string;
+}
+
+export function githubTarget({ token, app, apiUrl }: GithubTargetOptions): TargetAdapter {
   const base = apiUrl.replace(/\/$/, '');
-  const headers = {
-    accept: 'application/vnd.github+json',
-    authorization: `Bearer ${token}`,
-    'x-github-api-version': '2022-11-28',
-    'user-agent': 'replyflow',
+
+  /** Classifies a non-2xx answer; a refused installation token is not used again. */
+  const refused = (response: Response, credential: Credential): TargetError => {
+    if (response.status === 401 && credential.installationId)
+      app?.forget(credential.installationId, credential.token);
+    return classifyGithubStatus(response, credential.installationId ? 'installation' : 'token');
   };
+
+  async function credentialFor(step: StepPlan, signal: AbortSignal): Promise<Credential> {
+    const installationId = installationOf(step);
+    if (installationId && app) {
+      try {
+        return { token: await app.token(installationId, signal), installationId };
+      } catch (err) {
+        throw classifyTokenRefusal(err, installationId);
+      }
+    }
+    if (token) return { token };
+    throw new TargetError(
+      'permanent',
+      installationId
+        ? 'github: the step names an installation, and no GitHub App is configured'
+        : 'github: the step names no installation, and no GITHUB_TOKEN is set',
+      {
+        fix: installationId
+          ? 'set GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY (the app the webhook came from), or GITHUB_TOKEN, then reprocess'
+          : 'set GITHUB_TOKEN, or send the webhook from the GitHub App (its deliveries name their installation), then reprocess',
+      },
+    );
+  }
 
   return {
     name: 'github',
     capabilities: { idempotencyKey: false, lookup: true, consistencyDelayMs: GITHUB_CONSISTENCY_DELAY_MS },
+    // "If you are making a large number of POST, PATCH, PUT, or DELETE requests for a single user or
+    // client ID, wait at least one second between each request" (GitHub's REST best practices): per
+    // installation, or per personal token.
+    pace: (step) => ({ key: step.destination.tenant ?? 'github', intervalMs: 1000 }),
 
     async send({ effectId, step, body, signal }) {
       const text = messageText(body);
@@ -40,28 +82,53 @@ export function githubTarget({ token, apiUrl }: GithubTargetOptions): TargetAdap
         throw new TargetError('permanent', 'github: nothing to post', {
           fix: 'check the route or responder',
         });
+      const url = commentsUrl(base, step);
+      const credential = await credentialFor(step, signal);
       let response: Response;
       try {
-        response = await fetch(commentsUrl(base, step), {
+        response = await fetch(url, {
           method: 'POST',
-          headers: { ...headers, 'content-type': 'application/json' },
+          headers: { ...headersWith(credential), 'content-type': 'application/json' },
           body: JSON.stringify({ body: `${text}\n\n${effectMarker(effectId)}` }),
           signal,
         });
       } catch (err) {
         throw prefixed(classifyTransportError(err, signal));
       }
-      if (!response.ok) throw classifyGithubStatus(response);
+      if (!response.ok) throw refused(response, credential);
       // A 201 proves the comment exists even if its body cannot be read to the end.
       const created = (await response.json().catch(() => ({}))) as { id?: number };
       return { externalId: created.id === undefined ? `comment-for-${effectId}` : String(created.id) };
     },
 
     async lookup(request) {
-      const id = await findComment(base, headers, request);
+      const url = commentsUrl(base, request.step);
+      const credential = await credentialFor(request.step, request.signal);
+      const id = await findComment(url, credential, refused, request);
       return id === undefined ? { found: false } : { found: true, externalId: id };
     },
   };
+}
+
+function headersWith(credential: Credential): Record<string, string> {
+  return {
+    accept: 'application/vnd.github+json',
+    authorization: `Bearer ${credential.token}`,
+    'x-github-api-version': '2022-11-28',
+    'user-agent': 'replyflow',
+  };
+}
+
+/** The installation a step answers for (`github:<installation id>`), or undefined for none. */
+function installationOf(step: StepPlan): string | undefined {
+  const { tenant } = step.destination;
+  if (tenant === undefined) return undefined;
+  const parsed = parseTenant(tenant);
+  if (parsed?.provider !== 'github' || !/^\d+$/.test(parsed.id))
+    throw new TargetError('permanent', 'github: destination.tenant is not a GitHub App installation', {
+      fix: 'check where the route takes tenant from: it must be github:<installation id>, as GitHub App webhooks name it',
+    });
+  return parsed.id;
 }
 
 /**
@@ -95,12 +162,14 @@ function commentsUrl(base: string, step: StepPlan): string {
  * claimed) and finds the one carrying our marker. @returns its id.
  */
 async function findComment(
-  base: string,
-  headers: Record<string, string>,
-  { effectId, step, signal, notBefore }: LookupRequest,
+  commentsUrl: string,
+  credential: Credential,
+  refused: (response: Response, credential: Credential) => TargetError,
+  { effectId, signal, notBefore }: LookupRequest,
 ): Promise<string | undefined> {
+  const headers = headersWith(credential);
   const marker = effectMarker(effectId);
-  const first = new URL(commentsUrl(base, step));
+  const first = new URL(commentsUrl);
   first.searchParams.set('per_page', '100');
   // A minute of margin covers clock skew between us and GitHub.
   if (notBefore) first.searchParams.set('since', new Date(notBefore.getTime() - 60_000).toISOString());
@@ -112,7 +181,7 @@ async function findComment(
     } catch (err) {
       throw prefixed(classifyTransportError(err, signal));
     }
-    if (!response.ok) throw classifyGithubStatus(response);
+    if (!response.ok) throw refused(response, credential);
     const comments = (await response.json()) as { id: number; body?: string }[];
     const ours = comments.find((c) => c.body?.includes(marker));
     if (ours) return String(ours.id);
@@ -132,27 +201,31 @@ function nextPage(link: string | null, origin: string): string | undefined {
  * https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api and
  * https://docs.github.com/en/rest/issues/comments#create-an-issue-comment
  */
-export function classifyGithubStatus(response: Response): TargetError {
+export function classifyGithubStatus(
+  response: Response,
+  credential: 'token' | 'installation' = 'token',
+): TargetError {
   const { status, headers } = response;
-  const retryAfterMs = parseRetryAfter(headers.get('retry-after'));
-  // Secondary rate limits: 403 or 429 with Retry-After; primary: 403/429 with no requests remaining.
-  if ((status === 403 || status === 429) && retryAfterMs !== undefined)
-    return new TargetError('retryable', `github: rate limited (${status})`, { retryAfterMs });
-  if ((status === 403 || status === 429) && headers.get('x-ratelimit-remaining') === '0') {
-    const reset = Number(headers.get('x-ratelimit-reset'));
-    return new TargetError('retryable', `github: rate limit exhausted (${status})`, {
-      retryAfterMs: Number.isFinite(reset) ? Math.max(0, reset * 1000 - Date.now()) : 60_000,
-    });
-  }
+  const limited = rateLimited(status, headers, 'github');
+  if (limited) return limited;
+  const app = credential === 'installation';
   if (status === 401)
-    return new TargetError('permanent', 'github: bad credentials (401)', { fix: 'check GITHUB_TOKEN' });
+    return new TargetError('permanent', 'github: bad credentials (401)', {
+      fix: app
+        ? 'GitHub refused the installation token (dropped: the next attempt fetches a new one): reprocess; if it repeats, check the GitHub App installation'
+        : 'check GITHUB_TOKEN',
+    });
   if (status === 403)
     return new TargetError('permanent', 'github: forbidden (403)', {
-      fix: 'give the token write access to issues (or pull requests) in this repository',
+      fix: app
+        ? 'give the GitHub App write access to issues (or pull requests) and install it on this repository'
+        : 'give the token write access to issues (or pull requests) in this repository',
     });
   if (status === 404)
     return new TargetError('permanent', 'github: not found (404)', {
-      fix: 'check owner, repo and issue number, and that the token can see the repository',
+      fix: app
+        ? "check owner, repo and issue number, and that the app's installation includes the repository"
+        : 'check owner, repo and issue number, and that the token can see the repository',
     });
   if (status === 410)
     return new TargetError('permanent', 'github: gone (410)', {
@@ -163,6 +236,69 @@ export function classifyGithubStatus(response: Response): TargetError {
       fix: 'the comment was refused (too long, or the issue is locked)',
     });
   return prefixed(classifyStatus(status, headers, 'github'));
+}
+
+/** Secondary rate limits: 403 or 429 with Retry-After; primary: 403/429 with no requests remaining. */
+function rateLimited(status: number, headers: Headers, what: string): TargetError | undefined {
+  if (status !== 403 && status !== 429) return undefined;
+  const retryAfterMs = parseRetryAfter(headers.get('retry-after'));
+  if (retryAfterMs !== undefined)
+    return new TargetError('retryable', `${what}: rate limited (${status})`, { retryAfterMs });
+  if (headers.get('x-ratelimit-remaining') === '0') {
+    const reset = Number(headers.get('x-ratelimit-reset'));
+    return new TargetError('retryable', `${what}: rate limit exhausted (${status})`, {
+      retryAfterMs: Number.isFinite(reset) ? Math.max(0, reset * 1000 - Date.now()) : 60_000,
+    });
+  }
+  return undefined;
+}
+
+/**
+ * What a failed `POST /app/installations/{id}/access_tokens` means for the step. Nothing was posted
+ * without a token, so nothing here is `unknown`: an outage is retryable, a refusal permanent.
+ * @octokit/request reports an answer as a RequestError with `status` and `response`, a transport
+ * failure with `status` and no response; anything else failed before a request (the JWT).
+ */
+export function classifyTokenRefusal(err: unknown, installationId: string): TargetError {
+  if (err instanceof TargetError) return err;
+  const { status, response } = err as { status?: unknown; response?: { headers?: Record<string, string> } };
+  if (typeof status !== 'number')
+    return new TargetError('permanent', 'github: could not sign the GitHub App JWT', {
+      fix: "check GITHUB_APP_PRIVATE_KEY: the .pem the app's settings page generates",
+    });
+  if (!response) {
+    const cause = (err as { cause?: { cause?: { code?: string }; name?: string } }).cause;
+    return new TargetError(
+      'retryable',
+      `github: installation token request failed (${cause?.cause?.code ?? cause?.name ?? 'no answer'}): nothing was posted`,
+    );
+  }
+  const headers = new Headers(response.headers);
+  const limited = rateLimited(status, headers, 'github: installation token request');
+  if (limited) return limited;
+  if (status === 404)
+    return new TargetError('permanent', `github: installation ${installationId} not found (404)`, {
+      fix: "the GitHub App is no longer installed on that account (or the id is another app's): reinstall the app there, then reprocess",
+    });
+  if (status === 403)
+    return new TargetError('permanent', `github: installation ${installationId} refused a token (403)`, {
+      fix: 'the installation is suspended or has lost access: unsuspend or reinstall the GitHub App on that account, then reprocess',
+    });
+  if (status === 401)
+    return new TargetError('permanent', 'github: the GitHub App JWT was refused (401)', {
+      fix: "check that GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY are the same app's and this machine's clock is right; if they are, reinstall the app on that account, then reprocess",
+    });
+  if (status >= 500)
+    return new TargetError(
+      'retryable',
+      `github: installation token request failed (${status}): nothing was posted`,
+      {
+        retryAfterMs: parseRetryAfter(headers.get('retry-after')),
+      },
+    );
+  return new TargetError('permanent', `github: installation token refused (${status})`, {
+    fix: "check the GitHub App's permissions (Issues: read and write) and its installation on that account",
+  });
 }
 
 function prefixed(err: TargetError): TargetError {

@@ -5,6 +5,7 @@ import { SANDBOX_MODES } from '../model';
 import type { TenantDirectory } from '../tenants/directory';
 import { lineChannelsOf } from '../tenants/line-channels';
 import { githubTarget } from './github';
+import { installationTokens } from './github-app';
 import { type HttpEndpoint, httpTarget } from './http';
 import { lineTarget } from './line';
 import { sandboxTarget } from './sandbox';
@@ -45,8 +46,18 @@ export function createTargets(
         apiUrl: config.LINE_API_URL,
       }),
     );
-  if (config.GITHUB_TOKEN)
-    targets.push(githubTarget({ token: config.GITHUB_TOKEN, apiUrl: config.GITHUB_API_URL }));
+  // The app's installations need no directory: each GitHub App webhook names its installation, whose
+  // token the app's key fetches (config has checked that the id comes with a readable key).
+  const app =
+    config.GITHUB_APP_ID && config.GITHUB_APP_PRIVATE_KEY
+      ? installationTokens({
+          appId: config.GITHUB_APP_ID,
+          privateKey: config.GITHUB_APP_PRIVATE_KEY,
+          apiUrl: config.GITHUB_API_URL,
+        })
+      : undefined;
+  if (config.GITHUB_TOKEN || app)
+    targets.push(githubTarget({ token: config.GITHUB_TOKEN, app, apiUrl: config.GITHUB_API_URL }));
   for (const [name, endpoint] of Object.entries(endpoints)) targets.push(httpTarget(name, endpoint));
   return new Map(targets.map((t) => [t.name, t]));
 }
@@ -56,7 +67,7 @@ export const TARGET_SETTINGS: Record<string, string> = {
   slack: 'SLACK_BOT_TOKEN',
   'slack-response': 'SLACK_SIGNING_SECRET',
   line: 'LINE_CHANNEL_ACCESS_TOKEN, TENANTS_FILE or LINE_CHANNELS=tenants',
-  github: 'GITHUB_TOKEN',
+  github: 'GITHUB_TOKEN, or GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY',
   sandbox: 'SANDBOX_ENABLED',
   'sandbox-lookup': 'SANDBOX_ENABLED',
   'sandbox-blind': 'SANDBOX_ENABLED',

@@ -36,6 +36,18 @@ export interface TargetAdapter {
    * For targets where only some requests dedupe (LINE: a push does, a reply-token request does not).
    */
   resendSafe?(step: StepPlan, attempt: number): boolean;
+  /**
+   * Where the provider limits how fast requests may come (a Slack channel: about one message a
+   * second), the destination's key and the gap its requests keep; the send activity waits for the
+   * slot. Absent or undefined: not paced.
+   */
+  pace?(step: StepPlan): Pace | undefined;
+}
+
+/** A paced destination: requests with the same key leave `intervalMs` apart, from every worker. */
+export interface Pace {
+  key: string;
+  intervalMs: number;
 }
 
 /** Thrown by an adapter with its classification of what went wrong. Messages never carry message text or secrets. */

@@ -12,13 +12,16 @@ import { temporal } from '@temporalio/proto';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
 import type { Config } from '../config';
+import { type AuditLog, createAuditLog } from '../db/audit-log';
 import { type CodecSessionStore, createCodecSessionStore } from '../db/codec-sessions';
+import { createEventLedger, type EventLedger } from '../db/events';
 import { createOperatorStore, type OperatorAccount, type OperatorStore } from '../db/operators';
 import type { Pool } from '../db/pool';
 import { derivedKey, macMatches, sealDecision } from '../decision-seal';
 import { errorMessage } from '../failures';
 import type { Logger } from '../logger';
 import { AttemptCounter } from '../rate-limit';
+import { tenantRefusal } from '../tenants/operator-scope';
 import { keyring, payloadCodec } from './client';
 import type { AesGcmPayloadCodec } from './codec';
 
@@ -142,6 +145,10 @@ export interface CodecServerOptions {
    * hold (what an operator types in the Web UI) to what the workflow awaits now.
    */
   statusOf: StatusLookup;
+  /** Whose work a workflow is (the event ledger): an operator limited to tenants seals only for theirs. */
+  work: Pick<EventLedger, 'tenantOf'>;
+  /** Where a refusal to seal for another tenant's work is written. */
+  audit: AuditLog;
   /** Mark the session cookie `Secure` even where the request did not arrive over TLS. @default false */
   cookieSecure?: boolean;
   /** How long a browser login lasts. @default 12 hours */
@@ -162,6 +169,8 @@ export function codecServerOptions(
     gate: new OperatorGate(createOperatorStore(pool)),
     sessions: createCodecSessionStore(pool),
     statusOf,
+    work: createEventLedger(pool),
+    audit: createAuditLog(pool),
     corsOrigins:
       config.CODEC_CORS_ORIGINS.length > 0 ? config.CODEC_CORS_ORIGINS : uiOrigins(config.TEMPORAL_UI_URL),
     cookieSecure: config.CODEC_COOKIE_SECURE,
@@ -296,7 +305,9 @@ function decisionFor(body: Record<string, unknown>, state: string | undefined, a
  * @throws NotADecisionError for anything that is not a decision; StatusUnavailableError when the
  * status is needed and cannot be read.
  */
-export function decisionSealer(options: Pick<CodecServerOptions, 'codec' | 'statusOf' | 'logger'>) {
+export function decisionSealer(
+  options: Pick<CodecServerOptions, 'codec' | 'statusOf' | 'logger' | 'work' | 'audit'>,
+) {
   const { codec, statusOf, logger } = options;
   return async (payloads: Payload[], account: OperatorAccount): Promise<Payload[]> => {
     const sealed: Payload[] = [];
@@ -305,6 +316,7 @@ export function decisionSealer(options: Pick<CodecServerOptions, 'codec' | 'stat
       const body = decisionOf(payload, index);
       if (body.decision !== undefined && !DECISIONS.includes(body.decision as string))
         throw new NotADecisionError(`${at}: decision must be one of ${DECISIONS.join(', ')}`);
+      await refuseOtherTenants(account, body);
       const named = body.hold !== undefined && (body.decision !== undefined || body.action !== undefined);
       const status = named ? undefined : await readStatus(body.workflowId);
       const decision = decisionFor(body, status?.state, at);
@@ -334,6 +346,28 @@ export function decisionSealer(options: Pick<CodecServerOptions, 'codec' | 'stat
     logger.info({ operator: account.name, decisions: sealed.length }, 'codec: decisions sealed');
     return sealed;
   };
+
+  /**
+   * An operator limited to tenants gets no seal for another tenant's work (nor work without one): the
+   * refusal is audited, and the workflow reads as not found. The worker's decision check refuses
+   * such a decision again, should a seal for it come from elsewhere.
+   */
+  async function refuseOtherTenants(account: OperatorAccount, body: Record<string, unknown>) {
+    const workflowId = body.workflowId as string;
+    const refusal = await tenantRefusal(options.work, account, workflowId);
+    if (!refusal) return;
+    await options.audit.append([
+      {
+        actor: account.name,
+        action: String(body.action ?? body.decision ?? 'decision').slice(0, 40),
+        workflowId,
+        reason: typeof body.reason === 'string' ? body.reason.slice(0, 500) : undefined,
+        result: `rejected: ${refusal}`,
+      },
+    ]);
+    logger.info({ operator: account.name }, 'codec: refused to seal for another tenant');
+    throw new NotADecisionError(`no running workflow ${workflowId}`);
+  }
 
   async function readStatus(workflowId: string) {
     let status: Awaited<ReturnType<StatusLookup>>;
@@ -431,7 +465,11 @@ export function codecRouter(options: CodecServerOptions): express.Router {
 
   router.get(/^\/codec(?:\/[^/]+)*\/whoami$/, requireOperator, (_req: Request, res: Response) => {
     const account = res.locals.operator as OperatorAccount;
-    res.json({ operator: account.name, roles: account.roles });
+    res.json({
+      operator: account.name,
+      roles: account.roles,
+      ...(account.tenants ? { tenants: account.tenants } : {}),
+    });
   });
 
   // The protocol says to look only at the last path segment, so a proxy may mount us at any depth.
@@ -449,6 +487,14 @@ export function codecRouter(options: CodecServerOptions): express.Router {
         });
       }
       const operation = req.path.endsWith('/encode') ? 'encode' : 'decode';
+      // Temporal's codec protocol does not say whose workflow a payload is from, so a decode cannot
+      // be limited to some tenants: an operator who is limited reads their work through the CLI.
+      if (operation === 'decode' && account.tenants !== null) {
+        logger.info({ operator: account.name }, 'codec: decode refused to an operator limited to tenants');
+        return void res.status(403).json({
+          error: `${account.name} works for some tenants only, and a payload does not say whose it is: use \`replyflow show\` (decisions may still be sent from the Web UI)`,
+        });
+      }
       const payloads = Payloads.fromObject(parsed.data).payloads;
       let converted: Payload[];
       try {

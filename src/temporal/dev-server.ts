@@ -103,12 +103,17 @@ async function pickPorts(options: DevServerOptions): Promise<Ports> {
   return { grpc, http, metrics, ui };
 }
 
+const FAIRNESS = 'matching.enableFairness';
+
 function startDevArgs(options: DevServerOptions, ports: Ports, namespace: string): string[] {
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(ports.grpc)];
   args.push('--log-level', 'warn');
   // Where no browser connects; the HTTP API, besides, accepts no Host at all.
   args.push('--http-port', String(ports.http), '--metrics-port', String(ports.metrics));
   args.push('--dynamic-config-value', `frontend.httpAllowedHosts=${JSON.stringify([HTTP_API_OFF])}`);
+  // Each conversation's tasks take turns with the others' (src/receiver/start-event.ts fairnessKeyOf).
+  if (options.dynamicConfig?.[FAIRNESS] === undefined)
+    args.push('--dynamic-config-value', `${FAIRNESS}=true`);
   if (options.dbFile) {
     keepPrivate(options.dbFile);
     args.push('--db-filename', options.dbFile);

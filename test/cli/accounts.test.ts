@@ -92,6 +92,69 @@ describe('operator CLI: accounts, login and logout (PostgreSQL, codec server)', 
     );
   });
 
+  it('limits an operator to tenants at add and changes them later, each change audited; bad tenants change nothing', async () => {
+    const name = uniqueId('tia-');
+    const added = await admin([
+      'operator',
+      'add',
+      name,
+      '--roles',
+      'discard',
+      '--tenants',
+      'slack:T1, line:U2',
+    ]);
+    assert.equal(added.code, 0, added.stderr);
+    assert.match(
+      added.stdout,
+      new RegExp(`^Added operator ${name} \\(roles view,discard; tenants slack:T1,line:U2\\)`),
+    );
+    const token = tokenOf(added.stdout);
+    assert.deepEqual(await (await whoami(token)).json(), {
+      operator: name,
+      roles: ['view', 'discard'],
+      tenants: ['slack:T1', 'line:U2'],
+    });
+    const table = await admin(['operator', 'list']);
+    assert.match(table.stdout, new RegExp(`${name}\\s+view,discard\\s+enabled\\s+slack:T1,line:U2`));
+
+    for (const argv of [
+      ['operator', 'tenants', name, '--tenants', 'slack:T1,acme"OR"1'],
+      ['operator', 'tenants', name, '--tenants', ' , '],
+      ['operator', 'tenants', name],
+      ['operator', 'tenants', name, '--tenants', 'slack:T3', '--every-tenant'],
+    ]) {
+      const refused = await admin(argv);
+      assert.equal(refused.code, 2, argv.join(' '));
+      assert.match(refused.stderr, /^replyflow: [^\n]*(tenant)[^\n]*\n$/, argv.join(' '));
+    }
+    const bad = await admin([
+      'operator',
+      'add',
+      uniqueId('tib-'),
+      '--roles',
+      'discard',
+      '--tenants',
+      'team-a',
+    ]);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /not a tenant: "team-a"/);
+    assert.deepEqual((await (await store()).get(name))?.tenants, ['slack:T1', 'line:U2']);
+
+    assert.equal((await admin(['operator', 'tenants', name, '--tenants', 'github:42'])).code, 0);
+    assert.deepEqual(((await (await whoami(token)).json()) as { tenants?: string[] }).tenants, ['github:42']);
+    const lifted = await admin(['operator', 'tenants', name, '--every-tenant', '--reason', 'team lead']);
+    assert.equal(lifted.code, 0, lifted.stderr);
+    assert.deepEqual(await (await whoami(token)).json(), { operator: name, roles: ['view', 'discard'] });
+    assert.deepEqual(
+      (await auditRows(`operator:${name}`)).map((a) => [a.actor, a.action, a.reason, a.result]),
+      [
+        [ADMIN, 'operator add', null, 'accepted: roles view,discard; tenants slack:T1,line:U2'],
+        [ADMIN, 'operator tenants', null, 'accepted: tenants github:42'],
+        [ADMIN, 'operator tenants', 'team lead', 'accepted: every tenant'],
+      ],
+    );
+  });
+
   it('refuses every account command and purge without the admin credential: one line naming it, exit 2', async () => {
     const name = uniqueId('eve-');
     const existing = await testOperator(['discard']);
@@ -102,6 +165,7 @@ describe('operator CLI: accounts, login and logout (PostgreSQL, codec server)', 
       ['operator', 'enable', existing.account.name],
       ['operator', 'rotate', existing.account.name],
       ['operator', 'roles', existing.account.name, '--roles', 'resend,approve'],
+      ['operator', 'tenants', existing.account.name, '--tenants', 'slack:T1'],
       ['purge', '--older-than', '30d'],
     ]) {
       // DATABASE_URL is set, as for every operator: the application role's, which is not enough.

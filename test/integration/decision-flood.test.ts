@@ -6,9 +6,11 @@
 // 600 signals are at least 600 events, past the suggestion however Temporal batches them.
 import assert from 'node:assert/strict';
 import { Client } from '@temporalio/client';
+import { eventStartOptions } from '../../src/receiver/start-event';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import { type DevServer, startDevServer } from '../../src/temporal/dev-server';
 import { resolveSignal } from '../../workflows/messages';
+import { Tenant } from '../../workflows/search-attributes';
 import { eventually } from '../helpers/eventually';
 import { FakeTarget } from '../helpers/fake-target';
 import { decide, twoOperators } from '../helpers/operators';
@@ -52,10 +54,14 @@ describe('a flood of unsealed decisions (a dev server with low history limits, P
     const { asker, approver } = await twoOperators();
     const conversationId = uniqueId('c');
     fake.next('accept-then-drop');
-    const handle = await startEvent(
-      client.client,
-      settings.TEMPORAL_TASK_QUEUE,
-      sandboxEvent({ conversationId, messageId: 'm1', target: 'sandbox-blind' }),
+    // Started as the receiver starts it, with a tenant: its search attributes must outlive the run.
+    const tenant = `slack:${uniqueId('T')}`;
+    const handle = await client.client.workflow.start(
+      'handleEvent',
+      eventStartOptions(
+        { ...sandboxEvent({ conversationId, messageId: 'm1', target: 'sandbox-blind' }), tenant },
+        settings.TEMPORAL_TASK_QUEUE,
+      ),
     );
     await waitForState(handle, 'held');
     const firstRun = (await handle.describe()).runId;
@@ -95,6 +101,7 @@ describe('a flood of unsealed decisions (a dev server with low history limits, P
       describe: (d) => `${d.status.name}, run ${d.runId}`,
     });
     assert.equal(now.status.name, 'RUNNING');
+    assert.equal(now.typedSearchAttributes.get(Tenant), tenant, 'the new run keeps the Tenant');
     assert.equal((await waitForState(handle, 'held')).state, 'held');
     assert.equal(fake.sendsFor(row.id).length, 1, 'nothing was sent meanwhile');
 

@@ -20,6 +20,7 @@ import {
   type StartOutcome,
   TemporalUnavailableError,
 } from '../../src/receiver/start-event';
+import { counterValue } from '../helpers/receiver';
 import { database } from '../helpers/servers';
 import { silentLogger, testConfig, uniqueId } from '../helpers/system';
 
@@ -149,6 +150,39 @@ describe('providers over HTTP (real receiver app, recording starter)', function 
       assert.deepEqual([a.status, b.status], [202, 202]);
       assert.deepEqual(a.started[0]!.conversation, b.started[0]!.conversation);
       assert.deepEqual(a.started[0]!.message, b.started[0]!.message);
+    });
+
+    it('counts accepted events by tenant on /metrics, redeliveries not, with at most 100 tenants by id', async () => {
+      const scrape = async () => (await fetch(`${url}/metrics`)).text();
+      const accepted = (text: string, tenant: string) =>
+        counterValue(text, 'replyflow_events_accepted_total', { provider: 'slack', tenant });
+      const ofTeam = (team: string, eventId: string) =>
+        JSON.stringify({ ...JSON.parse(slackMessage(eventId, '1700000000.000300')), team_id: team });
+      const deliver = async (body: string) => (await send('/webhooks/slack', signed(body), body)).status;
+
+      const before = await scrape();
+      const [teamA, teamB] = [uniqueId('TA'), uniqueId('TB')];
+      const first = ofTeam(teamA, uniqueId('Ev'));
+      assert.deepEqual(
+        [await deliver(first), await deliver(first), await deliver(ofTeam(teamA, uniqueId('Ev')))],
+        [202, 200, 202],
+      );
+      assert.equal(await deliver(ofTeam(teamB, uniqueId('Ev'))), 202);
+      const after = await scrape();
+      assert.equal(accepted(after, `slack:${teamA}`) - accepted(before, `slack:${teamA}`), 2);
+      assert.equal(accepted(after, `slack:${teamB}`) - accepted(before, `slack:${teamB}`), 1);
+
+      // A hundred more workspaces: this receiver labels the first 100 it saw by id, the rest `other`.
+      const last = uniqueId('TZ');
+      for (let i = 0; i < 100; i++) assert.equal(await deliver(ofTeam(`${last}${i}`, uniqueId('Ev'))), 202);
+      const crowded = await scrape();
+      assert.equal(accepted(crowded, `slack:${last}99`), 0);
+      assert.ok(accepted(crowded, 'other') >= 1);
+      const labels = new Set(
+        [...crowded.matchAll(/^replyflow_events_accepted_total\{[^}]*tenant="([^"]*)"/gm)].map((m) => m[1]),
+      );
+      assert.ok(labels.size <= 101, `${labels.size} tenant label values`);
+      for (const label of labels) assert.match(label!, /^(other|slack:[A-Za-z0-9_-]+)$/);
     });
 
     it('answers url_verification with the challenge and starts nothing', async () => {

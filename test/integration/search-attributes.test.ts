@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { Client } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
+import { temporal as proto } from '@temporalio/proto';
 import type { ReceiverHandle } from '../../src/receiver';
 import { DeadlineCalls } from '../../src/receiver/deadline-calls';
 import { TemporalUnavailableError, temporalEventStarter } from '../../src/receiver/start-event';
@@ -12,7 +13,7 @@ import { findTemporalCli } from '../../src/temporal/binaries';
 import { connectClient, payloadCodec, type TemporalClient } from '../../src/temporal/client';
 import { SearchAttributesMissingError } from '../../src/temporal/search-attributes';
 import { createWorker } from '../../src/worker';
-import { ALL_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
+import { ALL_SEARCH_ATTRIBUTES, Tenant } from '../../workflows/search-attributes';
 import { startTestReceiver } from '../helpers/receiver';
 import { database, devServer, TEST_ENCRYPTION_KEY, workflowBundle } from '../helpers/servers';
 import { sandboxEvent, silentLogger, testConfig, uniqueId } from '../helpers/system';
@@ -123,5 +124,58 @@ describe('search attributes: readiness and the worker start check (dev server)',
     });
     await worker.runUntil(async () => assert.equal(worker.getState(), 'RUNNING'));
     await connection.close();
+  });
+});
+
+describe('search attributes: a namespace set up before Tenant existed (dev server)', function () {
+  this.timeout(180_000);
+  const namespace = uniqueId('pre-tenant-');
+  const config = testConfig({ TEMPORAL_NAMESPACE: namespace });
+  let temporal: TemporalClient;
+  let receiver: ReceiverHandle;
+
+  before(async () => {
+    const address = (await devServer()).address;
+    temporal = await connectClient(address, 'default', TEST_ENCRYPTION_KEY);
+    await temporal.connection.workflowService.registerNamespace({
+      namespace,
+      workflowExecutionRetentionPeriod: msToTs('1 day'),
+    });
+    await eventually('the namespace is served', async () => {
+      await temporal.connection.workflowService.describeNamespace({ namespace });
+      return true;
+    });
+    const { IndexedValueType } = proto.api.enums.v1;
+    await temporal.connection.operatorService.addSearchAttributes({
+      namespace,
+      searchAttributes: Object.fromEntries(
+        ALL_SEARCH_ATTRIBUTES.filter((key) => key.name !== Tenant.name).map((key) => [
+          key.name,
+          IndexedValueType[`INDEXED_VALUE_TYPE_${key.type}`],
+        ]),
+      ),
+    });
+    receiver = await startTestReceiver({ config, temporalAddress: address });
+  });
+  after(async () => {
+    await receiver?.stop();
+    await temporal?.close();
+  });
+
+  it('answers /readyz 503 naming only Tenant and the one command that adds it', async () => {
+    let problems: string[] = [];
+    await eventually('/readyz names what is missing', async () => {
+      const response = await fetch(`${receiver.url}/readyz`);
+      problems = ((await response.json()) as { problems?: string[] }).problems ?? [];
+      return response.status === 503 && problems.length > 0 && !/ReplyState/.test(problems.join(' '));
+    });
+    assert.equal(problems.length, 1);
+    assert.match(problems[0]!, /lacks the search attributes Tenant;/);
+    assert.match(
+      problems[0]!,
+      new RegExp(
+        `temporal operator search-attribute create .* --namespace ${namespace} --name Tenant --type Keyword$`,
+      ),
+    );
   });
 });

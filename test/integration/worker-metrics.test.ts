@@ -189,6 +189,47 @@ describe('worker metrics: our metrics and the Temporal SDK runtime metrics on WO
     assert.match(text, /^process_cpu_seconds_total /m);
   });
 
+  it('labels send outcomes and retries with the tenant whose credential the send used', async () => {
+    const tenant = `slack:${uniqueId('T')}`;
+    const ofTenant = () => {
+      const conversationId = uniqueId('c');
+      const event = sandboxEvent({ conversationId });
+      event.replyTo!.destination = { conversationId, tenant };
+      return event;
+    };
+    fake.next({ status: 503 });
+    const retried = await startEvent(temporal.client, taskQueue, ofTenant());
+    assert.equal((await retried.result()).state, 'succeeded');
+    fake.next({ status: 404 });
+    const failed = await startEvent(temporal.client, taskQueue, ofTenant());
+    await waitForState(failed, 'failed', 60_000);
+    const labels = { target: 'sandbox', tenant };
+    const text = await until(
+      'the outcomes of the tenant',
+      (t) =>
+        counterValue(t, 'replyflow_effect_outcomes_total', { ...labels, state: 'failed', by: 'worker' }) ===
+        1,
+    );
+    assert.equal(
+      counterValue(text, 'replyflow_effect_outcomes_total', { ...labels, state: 'succeeded', by: 'worker' }),
+      1,
+    );
+    assert.equal(
+      counterValue(text, 'replyflow_send_retries_total', { ...labels, error_class: 'retryable' }),
+      1,
+    );
+    await operatorDecides(failed, 'resolve', { action: 'discard', reason: 'test over' });
+    await until(
+      'the operator’s discard of the tenant’s effect',
+      (t) =>
+        counterValue(t, 'replyflow_effect_outcomes_total', {
+          ...labels,
+          state: 'discarded',
+          by: 'operator',
+        }) === 1,
+    );
+  });
+
   it('refuses to start a second worker on a metrics port in use, saying which, and exits', async () => {
     const second = spawnWorker({ ...workerEnv, LOG_LEVEL: 'error' });
     let output = '';

@@ -247,7 +247,7 @@ routes:
         err.problems.join('\n') ===
           [
             'routes[0].steps[0].target: target "slack" is not configured (set SLACK_BOT_TOKEN)',
-            'routes[0].steps[1].target: target "github" is not configured (set GITHUB_TOKEN)',
+            'routes[0].steps[1].target: target "github" is not configured (set GITHUB_TOKEN, or GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY)',
           ].join('\n'),
     );
   });

@@ -1,4 +1,8 @@
 import assert from 'node:assert/strict';
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { ConfigError, loadConfig, parseDuration } from '../../src/config';
 
 describe('configuration read once at start (src/config.ts)', () => {
@@ -141,5 +145,115 @@ describe('configuration read once at start (src/config.ts)', () => {
         (err: unknown) => err instanceof ConfigError && err.problems[0]!.startsWith('TRUST_PROXY:'),
         everyone,
       );
+  });
+
+  describe('the GitHub App (GITHUB_APP_ID with GITHUB_APP_PRIVATE_KEY or its file)', () => {
+    const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    /** As GitHub's settings page generates it: PKCS#1. */
+    const pem = rsa.privateKey.export({ type: 'pkcs1', format: 'pem' }).toString();
+    const problemsOf = (env: Record<string, string>) => {
+      try {
+        loadConfig(env);
+        return [];
+      } catch (err) {
+        assert.ok(err instanceof ConfigError);
+        for (const secret of [pem, pem.split('\n')[1]!])
+          assert.ok(!err.message.includes(secret), 'no key text');
+        return err.problems;
+      }
+    };
+    const file = (text: string) => {
+      const name = path.join(mkdtempSync(path.join(os.tmpdir(), 'replyflow-app-key-')), 'app.pem');
+      writeFileSync(name, text, { mode: 0o600 });
+      return name;
+    };
+
+    it('reads the key from the variable, with \\n escapes as one line, or from the file', () => {
+      const oneLine = pem.trim().replaceAll('\n', '\\n');
+      for (const env of [
+        { GITHUB_APP_PRIVATE_KEY: pem },
+        { GITHUB_APP_PRIVATE_KEY: oneLine },
+        { GITHUB_APP_PRIVATE_KEY_FILE: file(pem) },
+        { GITHUB_APP_PRIVATE_KEY: rsa.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() },
+      ]) {
+        const config = loadConfig({ GITHUB_APP_ID: '123456', ...env });
+        assert.equal(config.GITHUB_APP_ID, '123456');
+        const key = config.GITHUB_APP_PRIVATE_KEY ?? '';
+        assert.match(
+          key,
+          /^-----BEGIN (RSA )?PRIVATE KEY-----\n[^\\]+-----END (RSA )?PRIVATE KEY-----\n$/,
+          Object.keys(env)[0],
+        );
+      }
+      assert.equal(
+        loadConfig({ GITHUB_APP_PRIVATE_KEY_FILE: file(pem), GITHUB_APP_ID: '1' }).GITHUB_APP_PRIVATE_KEY,
+        pem,
+      );
+      assert.equal(loadConfig({}).GITHUB_APP_PRIVATE_KEY, undefined);
+    });
+
+    it('wants both the id and the key, or neither', () => {
+      assert.deepEqual(problemsOf({ GITHUB_APP_ID: '123456' }), [
+        "GITHUB_APP_PRIVATE_KEY: set the app's private key (or GITHUB_APP_PRIVATE_KEY_FILE) with GITHUB_APP_ID, or unset both",
+      ]);
+      assert.deepEqual(problemsOf({ GITHUB_APP_PRIVATE_KEY: pem }), [
+        "GITHUB_APP_ID: set the app's App ID with its private key, or unset both",
+      ]);
+      assert.deepEqual(
+        problemsOf({ GITHUB_APP_PRIVATE_KEY_FILE: file(pem) }).map((p) => p.split(':')[0]),
+        ['GITHUB_APP_ID'],
+      );
+      assert.deepEqual(
+        problemsOf({ GITHUB_APP_ID: 'my-app', GITHUB_APP_PRIVATE_KEY: pem }).map((p) => p.split(':')[0]),
+        ['GITHUB_APP_ID'],
+      );
+    });
+
+    it('refuses at start a key that is not a readable RSA private key, without printing it', () => {
+      const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({
+        type: 'pkcs8',
+        format: 'pem',
+      });
+      const encrypted = rsa.privateKey.export({
+        type: 'pkcs8',
+        format: 'pem',
+        cipher: 'aes-256-cbc',
+        passphrase: 'secret',
+      });
+      const publicKey = rsa.publicKey.export({ type: 'spki', format: 'pem' });
+      for (const bad of [
+        pem.split('\n')[0]!,
+        pem.replace(/[A-Za-z]{8}/, 'AAAAAAAA'),
+        String(ec),
+        String(encrypted),
+        String(publicKey),
+        'ghp_token',
+      ]) {
+        assert.deepEqual(problemsOf({ GITHUB_APP_ID: '1', GITHUB_APP_PRIVATE_KEY: bad }), [
+          "GITHUB_APP_PRIVATE_KEY: not a readable RSA private key in PEM form (use the .pem file the app's settings page generates, unencrypted)",
+        ]);
+      }
+      assert.deepEqual(
+        problemsOf({ GITHUB_APP_ID: '1', GITHUB_APP_PRIVATE_KEY_FILE: file('not a key') }).map(
+          (p) => p.split(':')[0],
+        ),
+        ['GITHUB_APP_PRIVATE_KEY_FILE'],
+      );
+    });
+
+    it('names an unreadable file, and a key set both ways', () => {
+      assert.deepEqual(
+        problemsOf({ GITHUB_APP_ID: '1', GITHUB_APP_PRIVATE_KEY_FILE: '/nonexistent/app.pem' }),
+        ['GITHUB_APP_PRIVATE_KEY_FILE: cannot read the file (ENOENT)'],
+      );
+      assert.deepEqual(
+        problemsOf({
+          GITHUB_APP_ID: '1',
+          GITHUB_APP_PRIVATE_KEY: pem,
+          GITHUB_APP_PRIVATE_KEY_FILE: file(pem),
+        }),
+        ['GITHUB_APP_PRIVATE_KEY_FILE: set the key or the file that holds it, not both'],
+      );
+    });
   });
 });

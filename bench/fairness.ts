@@ -1,0 +1,115 @@
+// `npm run bench:fairness`: does a burst into one conversation (one team's channel, one customer's
+// chat) delay the first reply in another? The system as `npm start` runs it (bench/chaos/system.ts:
+// one `replyflow start` process, embedded PostgreSQL, the dev server on its file store, the sandbox
+// target): `--single` events into one conversation at concurrency `--concurrency`, while a second
+// sender writes one message a second, each into a conversation of its own, until the burst is
+// answered. Each of those is timed from its webhook to the target's receipt and compared with the
+// unloaded latency + 1 s (the issues' bound). Measured twice in one run, with Temporal's task queue
+// fairness off and on (src/receiver/start-event.ts gives each conversation its own fairness key).
+import { randomUUID } from 'node:crypto';
+import os from 'node:os';
+import { parseArgs } from 'node:util';
+import { System } from './chaos/system';
+import { Bench, message, spread } from './system';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+
+interface Result {
+  fairness: string;
+  unloadedP50: number;
+  others: number[];
+  burstS: number;
+  acksPerSecond: number;
+}
+
+async function measure(fairness: boolean, single: number, concurrency: number): Promise<Result> {
+  const system = await System.start({
+    combined: 1,
+    receivers: 0,
+    workers: 0,
+    temporalStore: 'file',
+    temporalDynamicConfig: { 'matching.enableFairness': fairness },
+  });
+  try {
+    const bench = new Bench(system);
+    const unloaded = await bench.unloaded(10);
+    const burst = spread('o', single, 1);
+    const sentAt = new Map<string, number>();
+    let flooding = true;
+    const others = (async () => {
+      while (flooding) {
+        const conversationId = `f${randomUUID().slice(0, 12)}`;
+        const { eventId, body } = message(conversationId);
+        sentAt.set(conversationId, Date.now());
+        const next = Date.now() + 1000;
+        await bench.deliver(eventId, body);
+        await sleep(Math.max(0, next - Date.now()));
+      }
+    })();
+    const flood = await bench.flood(burst.ids, burst.messages, concurrency);
+    flooding = false;
+    await others;
+    const replies = await bench.waitForReplies([...sentAt.keys()]);
+    return {
+      fairness: fairness ? 'on' : 'off',
+      unloadedP50: unloaded.p50,
+      others: [...replies].map(([id, at]) => at - sentAt.get(id)!).sort((a, b) => a - b),
+      burstS: flood.allRepliedS,
+      acksPerSecond: flood.acksPerSecond,
+    };
+  } finally {
+    await system.stop();
+    system.remove();
+  }
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      single: { type: 'string', default: '1500' },
+      concurrency: { type: 'string', default: '32' },
+      modes: { type: 'string', default: 'off,on' },
+    },
+  });
+  const single = Number(values.single);
+  const concurrency = Number(values.concurrency);
+  console.log(
+    `machine: ${os.cpus().length} CPUs, node ${process.version}, load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}`,
+  );
+  const results: Result[] = [];
+  for (const mode of values.modes.split(',')) {
+    console.log(`fairness ${mode}: ${single} events into one conversation, one a second into others…`);
+    results.push(await measure(mode === 'on', single, concurrency));
+  }
+  console.log('');
+  console.log(
+    'fairness  unloaded p50  others: n  p50       p99       max       within unloaded + 1 s  burst answered in  burst acks',
+  );
+  for (const r of results) {
+    const bound = r.unloadedP50 + 1000;
+    const within = r.others.filter((ms) => ms <= bound).length;
+    console.log(
+      [
+        r.fairness.padEnd(8),
+        `${r.unloadedP50.toFixed(0)} ms`.padEnd(12),
+        String(r.others.length).padStart(9),
+        `${percentile(r.others, 50).toFixed(0)} ms`.padEnd(9),
+        `${percentile(r.others, 99).toFixed(0)} ms`.padEnd(9),
+        `${(r.others.at(-1) ?? Number.NaN).toFixed(0)} ms`.padEnd(9),
+        `${within} of ${r.others.length}`.padEnd(22),
+        `${r.burstS.toFixed(1)} s`.padEnd(17),
+        `${r.acksPerSecond.toFixed(0)} /s`,
+      ].join(' '),
+    );
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exitCode = 1;
+});
