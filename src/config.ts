@@ -287,8 +287,18 @@ export const configSchema = z.object({
     .default('mentions'),
   /** Channels where every person's message is answered, as SLACK_REPLY_TO=all does everywhere. */
   SLACK_REPLY_TO_ALL_IN: slackChannelIds,
+  /** The one-channel shortcut: verifies every LINE destination that has no channel of its own. */
   LINE_CHANNEL_SECRET: optional,
+  /** The one-channel shortcut's access token: answers every destination that has no channel of its own. */
   LINE_CHANNEL_ACCESS_TOKEN: optional,
+  /**
+   * `tenants`: LINE channels also come from the tenant store (`replyflow tenant add line:U…`), looked
+   * up by each webhook's destination; receivers and workers pick up a channel added there without a
+   * restart. Unset: only TENANTS_FILE's channels and the LINE_CHANNEL_* shortcut.
+   */
+  LINE_CHANNELS: z
+    .enum(['tenants'], { error: 'expected tenants (channels from `replyflow tenant add`), or unset' })
+    .optional(),
   LINE_API_URL: z.url().default('https://api.line.me'),
   GITHUB_WEBHOOK_SECRET: optional,
   /** A personal (or fine-grained) token: answers GitHub events that carry no installation. */
@@ -396,6 +406,12 @@ export const configSchema = z.object({
   RESPONDER_URL: url,
   RESPONDER_TOKEN: optional,
   RESPONDER_TIMEOUT: duration('10s'),
+  /**
+   * LINE channels and Slack teams for the static case (YAML, docs/deploy.md "Several LINE channels and
+   * Slack teams"): each secret named by an environment variable, never written in the file. Read at
+   * start: a change needs a restart.
+   */
+  TENANTS_FILE: optional,
   /** Configured routes and HTTP endpoints (JSON or YAML, docs/targets.md); unset: default chat routes only. */
   ROUTES_FILE: optional,
   /** The CLI's operator token (`replyflow operator add` prints it); unset: the token file `replyflow login` wrote. */

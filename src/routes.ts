@@ -281,7 +281,7 @@ export class RouteMappingError extends Error {
 export interface RouteCheckOptions {
   /** Where `${NAME}` in endpoint headers resolves from. */
   env?: NodeJS.ProcessEnv;
-  /** Whether the worker registered a built-in target (`slack` needs SLACK_BOT_TOKEN or SLACK_CLIENT_ID). */
+  /** Whether the worker registered a built-in target (`slack` needs SLACK_BOT_TOKEN, SLACK_CLIENT_ID or Slack teams in TENANTS_FILE). */
   targetConfigured?: (target: string) => boolean;
   /** The Standard Webhooks sources with a secret (STANDARD_WEBHOOKS_SECRETS); empty: any well-formed one. */
   standardWebhooksSources?: readonly string[];

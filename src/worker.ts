@@ -19,7 +19,8 @@ import { createTargets, type TargetRegistry } from './targets';
 import { connectionSecurity, keyring, payloadCodec } from './temporal/client';
 import { sdkLogger } from './temporal/sdk-logger';
 import { SearchAttributesMissingError, searchAttributeProblems } from './temporal/search-attributes';
-import { tenantDirectoryOf } from './tenants/directory';
+import { fileTenantDirectory, tenantDirectoryOf } from './tenants/directory';
+import { tenantsFileOf } from './tenants/tenants-file';
 import { createWorkerMetrics, serveWorkerMetrics, type WorkerMetrics } from './worker-metrics';
 
 export const WORKFLOWS_PATH = path.resolve(__dirname, '..', 'workflows');
@@ -144,13 +145,19 @@ export async function createWorker(
   const { config, logger } = options;
   installRuntime({ logger, level: config.REPLYFLOW_SDK_LOG_LEVEL });
   // A route file with problems stops the start here, listing every problem, before anything connects.
-  const routes = loadWorkerRoutes(config, options.deps?.targets);
+  // So does a TENANTS_FILE with problems, or one naming a variable that is not set.
+  const tenantsFile = tenantsFileOf(config);
+  const routes = loadWorkerRoutes(
+    config,
+    options.deps?.targets ?? createTargets(config, {}, { tenants: fileTenantDirectory(tenantsFile) }),
+  );
   const pool = options.deps?.pool ?? options.pool;
   const codec = payloadCodec(options.encryptionKey, keyring(config), { refuseUnencrypted: true });
+  const tenants = tenantDirectoryOf(pool, codec, tenantsFile);
   const targets =
     options.deps?.targets ??
     createTargets(config, routes?.endpoints, {
-      tenants: tenantDirectoryOf(pool, codec),
+      tenants,
       tenantStore: createTenantCredentialStore(pool, codec),
     });
   // So is a bot module that cannot be loaded.

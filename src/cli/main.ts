@@ -9,12 +9,14 @@ import { errorMessage } from '../failures';
 import { launch } from '../launcher';
 import { createLogger, debugStack } from '../logger';
 import { RouteFileError } from '../routes';
+import { TenantsFileError } from '../tenants/tenants-file';
 import { registerAccountCommands } from './account-commands';
 import { type CliContext, EXIT } from './command';
 import { type CliIo, processIo } from './io';
 import { registerMaintenanceCommands } from './maintenance-commands';
 import { registerRoutesCommands } from './routes-commands';
 import { registerSetupCommand } from './setup-command';
+import { registerTenantCommands } from './tenant-commands';
 import { registerWorkCommands } from './work-commands';
 
 /** The long-running commands' config: every problem listed in one line and exit 2, before anything starts. */
@@ -70,9 +72,11 @@ function runRole(role: 'all' | 'receiver' | 'worker') {
       // Asked for with LOG_LEVEL=debug: where it came from, for whoever debugs replyflow.
       const { stack } = debugStack(logger, err);
       if (stack) console.error(stack);
-      // A bad route file is bad configuration, refused before anything started.
+      // A bad route or tenants file is bad configuration, refused before anything started.
       process.exit(
-        err instanceof RouteFileError || err instanceof ConfigError ? EXIT.badInput : EXIT.notDone,
+        err instanceof RouteFileError || err instanceof ConfigError || err instanceof TenantsFileError
+          ? EXIT.badInput
+          : EXIT.notDone,
       );
     }
     const { urls } = running;
@@ -188,6 +192,7 @@ export function buildProgram(
   registerWorkCommands(program, ctx);
   registerMaintenanceCommands(program, ctx);
   registerAccountCommands(program, ctx);
+  registerTenantCommands(program, ctx);
   registerSetupCommand(program, ctx);
   registerRoutesCommands(program, ctx);
   return program;

@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
 import { type Command, InvalidArgumentError } from 'commander';
-import { loadConfig } from '../config';
+import { type Config, loadConfig } from '../config';
 import { type EffectPlan, PLAN_STEP, SANDBOX_MODES, type StepPlan, stepBusinessKey } from '../model';
 import { isSampleProvider, readSample, recogniseProvider, SAMPLE_PROVIDERS } from '../providers/sample';
 import { type InboundEvent, WebhookPayloadError } from '../providers/types';
@@ -22,6 +22,8 @@ import {
 import { createTargets } from '../targets';
 import { fillUrl } from '../targets/http';
 import { TargetError } from '../targets/types';
+import { fileTenantDirectory, type TenantDirectory } from '../tenants/directory';
+import { loadTenantsFile, NO_TENANTS_FILE, TenantsFileError } from '../tenants/tenants-file';
 import { type CliContext, EXIT, report } from './command';
 import { type CliIo, printLine } from './io';
 
@@ -33,13 +35,31 @@ class RoutesInputError extends Error {
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 /**
+ * TENANTS_FILE's entries without their secrets: whether it lists LINE channels decides whether the
+ * worker registers the LINE target. A file with problems lists none here (the worker's start says why).
+ */
+function listedTenants(config: Config): TenantDirectory {
+  if (!config.TENANTS_FILE) return fileTenantDirectory(NO_TENANTS_FILE);
+  try {
+    return fileTenantDirectory(loadTenantsFile(config.TENANTS_FILE));
+  } catch (err) {
+    if (!(err instanceof TenantsFileError)) throw err;
+    return fileTenantDirectory(NO_TENANTS_FILE);
+  }
+}
+
+/**
  * What a worker started with this environment would check besides the file: its `${NAME}` values,
  * the built-in targets its credentials enable, its Standard Webhooks sources. The sandbox targets
  * count as there unless SANDBOX_ENABLED=false, since `replyflow start` runs the sandbox by default.
  */
 function environmentChecks(env: NodeJS.ProcessEnv): RouteCheckOptions {
   const config = loadConfig(env);
-  const targets = createTargets({ ...config, SANDBOX_ENABLED: false });
+  const targets = createTargets(
+    { ...config, SANDBOX_ENABLED: false },
+    {},
+    { tenants: listedTenants(config) },
+  );
   const sandbox = config.SANDBOX_ENABLED !== false;
   return workerRouteChecks(
     config,

@@ -170,6 +170,33 @@ export function createTenantCredentialStore(pool: Pool, keys: SecretKeys) {
     },
 
     /**
+     * Gives a tenant a new secret by hand (`replyflow tenant rotate`), keeping its source and details;
+     * the expiry is dropped (a token given by hand has none we know). `version`: only if the row is
+     * still at it (the secret was read and merged). @throws TenantCredentialError for an unknown,
+     * revoked or since-changed tenant.
+     */
+    async rotate(
+      tenant: string,
+      secret: Record<string, string>,
+      change: TenantChange,
+      version?: number,
+    ): Promise<TenantRecord> {
+      validTenant(tenant);
+      const { keyId, sealed } = sealSecret(keys, tenant, secret);
+      const { rows } = await pool.query<Row>(
+        `UPDATE tenant_credentials SET key_id = $2, secret = $3, expires_at = NULL, version = version + 1, updated_at = now()
+          WHERE tenant = $1 AND revoked_at IS NULL AND ($4::integer IS NULL OR version = $4) RETURNING ${COLUMNS}`,
+        [tenant, keyId, sealed, version ?? null],
+      );
+      if (!rows[0])
+        throw new TenantCredentialError(
+          `${tenant} is unknown, revoked, or changed meanwhile: \`replyflow tenant list\` shows it (a revoked tenant is added again)`,
+        );
+      await audit(change, 'tenant rotate', tenant, 'accepted');
+      return record(rows[0]);
+    },
+
+    /**
      * Revokes the credential now: its secret is erased, so nothing is sent with it again. Revoking a
      * revoked or unknown tenant changes nothing (Slack may tell us twice). @returns whether it changed.
      */

@@ -1,6 +1,7 @@
 // The registry of inbound providers. A provider whose secret is unset is disabled (404).
 import { type Config, sandboxSecrets } from '../config';
 import type { TenantDirectory } from '../tenants/directory';
+import { lineChannelsOf } from '../tenants/line-channels';
 import { githubProvider, type SignedBodyLedger } from './github';
 import { lineProvider } from './line';
 import { sandboxProvider } from './sandbox';
@@ -24,7 +25,10 @@ export function createProviders(config: Config, deps: ProviderDeps): WebhookProv
     const slack = slackProvider(config.SLACK_SIGNING_SECRET);
     providers.push(deps.slackRevocations ? revokingSlackProvider(slack, deps.slackRevocations) : slack);
   }
-  if (config.LINE_CHANNEL_SECRET) providers.push(lineProvider(config.LINE_CHANNEL_SECRET));
+  // On with the one-channel shortcut, or with channels by destination (TENANTS_FILE, LINE_CHANNELS=tenants).
+  const lineChannels = lineChannelsOf(config, deps.tenants);
+  if (config.LINE_CHANNEL_SECRET || lineChannels)
+    providers.push(lineProvider(config.LINE_CHANNEL_SECRET, lineChannels));
   if (config.GITHUB_WEBHOOK_SECRET)
     providers.push(githubProvider(config.GITHUB_WEBHOOK_SECRET, deps.githubBodies));
   if (config.STRIPE_WEBHOOK_SECRET) providers.push(stripeProvider(config.STRIPE_WEBHOOK_SECRET));
@@ -41,7 +45,13 @@ export function createProviders(config: Config, deps: ProviderDeps): WebhookProv
  */
 export const PROVIDER_SETTINGS: ReadonlyMap<string, { enabledBy: string; secret: string }> = new Map([
   ['slack', { enabledBy: 'SLACK_SIGNING_SECRET', secret: 'SLACK_SIGNING_SECRET' }],
-  ['line', { enabledBy: 'LINE_CHANNEL_SECRET', secret: 'LINE_CHANNEL_SECRET' }],
+  [
+    'line',
+    {
+      enabledBy: 'LINE_CHANNEL_SECRET (one channel), or TENANTS_FILE or LINE_CHANNELS=tenants (several),',
+      secret: 'LINE_CHANNEL_SECRET',
+    },
+  ],
   ['github', { enabledBy: 'GITHUB_WEBHOOK_SECRET', secret: 'GITHUB_WEBHOOK_SECRET' }],
   ['stripe', { enabledBy: 'STRIPE_WEBHOOK_SECRET', secret: 'STRIPE_WEBHOOK_SECRET' }],
   ['std', { enabledBy: 'STANDARD_WEBHOOKS_SECRETS', secret: 'STANDARD_WEBHOOKS_SECRETS' }],

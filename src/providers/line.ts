@@ -1,14 +1,19 @@
 // LINE Messaging API (`/webhooks/line`): the channel-secret signature, the console's verify request,
 // and one InboundEvent per event of a request (the receiver acknowledges only when all are durable).
+// With several channels (TENANTS_FILE, LINE_CHANNELS=tenants) the body's `destination` — the bot's
+// user id, read before verifying — chooses whose secret verifies; LINE_CHANNEL_SECRET answers for any
+// destination without a channel of its own.
 import { createHmac } from 'node:crypto';
 import { validateSignature } from '@line/bot-sdk';
 import { z } from 'zod';
+import { channelFix, type LineChannel, type LineChannels } from '../tenants/line-channels';
 import { tenantOf } from '../tenants/tenant-id';
 import { epochMillis, epochToIso, parseJson, validate } from './parse';
 import {
   header,
   type InboundEvent,
   type ProviderResult,
+  ProviderUnavailableError,
   type RequestContext,
   type WebhookProvider,
   WebhookVerificationError,
@@ -28,13 +33,80 @@ export const LINE_REPLY_TOKEN_TTL_MS = 60_000;
  * checked Nov 2026) compares the header with the encoded digest as strings; we are as strict: only
  * a header in canonical base64 is compared at all.
  */
-export function verifyLineRequest(channelSecret: string, ctx: RequestContext): void {
+export function verifyLineRequest(
+  channelSecret: string,
+  ctx: RequestContext,
+  whose = 'check LINE_CHANNEL_SECRET (the channel secret, not the access token)',
+): void {
   const signature = header(ctx.headers, 'x-line-signature');
   if (!signature) throw new WebhookVerificationError('missing x-line-signature header');
   if (!isCanonicalBase64(signature) || !validateSignature(ctx.rawBody, channelSecret, signature)) {
+    throw new WebhookVerificationError(`x-line-signature does not match the raw body; ${whose}`);
+  }
+}
+
+/**
+ * The destination an unverified body names, if it names one the way LINE does: only to choose the
+ * secret that verifies it. Anything else (not JSON, no destination) is left to the shortcut secret.
+ */
+function claimedTenant(rawBody: Buffer): string | undefined {
+  let body: unknown;
+  try {
+    body = JSON.parse(rawBody.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  const destination = (body as { destination?: unknown } | null)?.destination;
+  return typeof destination === 'string' ? tenantOf('line', destination) : undefined;
+}
+
+/**
+ * Verifies with the channel of the body's destination, else with the shortcut. A destination that has
+ * a channel is never verified with another channel's secret. A secret that fails is asked for once
+ * more, fresh from the store: the admin may have rotated it since it was cached.
+ */
+async function verifyByDestination(
+  channels: LineChannels,
+  shortcut: string | undefined,
+  ctx: RequestContext,
+): Promise<void> {
+  const tenant = claimedTenant(ctx.rawBody);
+  const lookup = async (options?: { fresh?: boolean }): Promise<LineChannel | undefined> => {
+    if (!tenant) return undefined;
+    try {
+      return await channels.channel(tenant, options);
+    } catch (err) {
+      throw new ProviderUnavailableError('the LINE channels (tenant store) cannot be read', { cause: err });
+    }
+  };
+  const channel = await lookup();
+  if (!channel) {
+    if (shortcut) return verifyLineRequest(shortcut, ctx);
     throw new WebhookVerificationError(
-      'x-line-signature does not match the raw body; check LINE_CHANNEL_SECRET (the channel secret, not the access token)',
+      tenant
+        ? `no LINE channel for destination ${tenant} and no LINE_CHANNEL_SECRET: add the channel (\`replyflow tenant add ${tenant}\`, or TENANTS_FILE)`
+        : 'the body names no destination, and without LINE_CHANNEL_SECRET only a destination with its own channel is verified',
     );
+  }
+  const verifyWith = (found: LineChannel) => {
+    // Said to the sender: no admin's reason; the shortcut does not stand in for a channel's own secret.
+    if (!found.secret)
+      throw new WebhookVerificationError(
+        `the LINE channel ${found.tenant} is ${found.unusable}, and LINE_CHANNEL_SECRET does not stand in for it`,
+      );
+    verifyLineRequest(
+      found.secret.channelSecret,
+      ctx,
+      `check the channel secret of ${found.tenant} (${channelFix(found)}; not LINE_CHANNEL_SECRET)`,
+    );
+  };
+  try {
+    verifyWith(channel);
+  } catch (err) {
+    if (channel.source === 'file' || !(err instanceof WebhookVerificationError)) throw err;
+    const again = await lookup({ fresh: true });
+    if (!again?.secret || again.secret.channelSecret === channel.secret?.channelSecret) throw err;
+    verifyWith(again);
   }
 }
 
@@ -156,11 +228,20 @@ function whatWasSaid(
   return undefined;
 }
 
-export function lineProvider(channelSecret: string): WebhookProvider<ProviderResult> {
+/**
+ * @param channelSecret LINE_CHANNEL_SECRET: the one channel, or the one for destinations without their own
+ * @param channels the channels by destination (TENANTS_FILE, the tenant store)
+ */
+export function lineProvider(
+  channelSecret: string | undefined,
+  channels?: LineChannels,
+): WebhookProvider<ProviderResult> {
   return {
     name: 'line',
     contentTypes: ['application/json'],
     verify(ctx) {
+      if (channels) return verifyByDestination(channels, channelSecret, ctx);
+      if (!channelSecret) throw new WebhookVerificationError('no LINE channel is configured');
       verifyLineRequest(channelSecret, ctx);
     },
     parse(ctx): ProviderResult {

@@ -93,8 +93,9 @@ export class WebhookVerificationError extends Error {
 }
 
 /**
- * Thrown when a verified delivery must change something before it is acknowledged and cannot now (the
- * database is down): 503 with Retry-After, so that the sender delivers it again.
+ * Thrown when a provider cannot verify or act on a request because something it reads or writes is
+ * down (the tenant store holding LINE channels; recording a Slack uninstall): the sender must retry
+ * (503 with Retry-After), nothing is recorded.
  */
 export class ProviderUnavailableError extends Error {
   override name = 'ProviderUnavailableError';

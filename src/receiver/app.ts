@@ -169,9 +169,20 @@ export function createReceiverApp(deps: ReceiverDeps): express.Express {
       receivedAt: new Date(),
       correlationId,
     };
+    const unavailable = (err: Error, workflowIds?: string[]) => {
+      res.setHeader('Retry-After', String(RETRY_AFTER_SECONDS));
+      return answer(
+        'unavailable',
+        503,
+        { error: 'temporarily unavailable, retry later' },
+        { err: err.message, ...(workflowIds ? { workflowIds } : {}) },
+      );
+    };
     try {
       await provider.verify(ctx);
     } catch (err) {
+      // What verifies the request (LINE's channels in the tenant store) is down: nothing is recorded.
+      if (err instanceof ProviderUnavailableError) return unavailable(err);
       if (!(err instanceof WebhookVerificationError)) throw err;
       return answer(
         'rejected_signature',
@@ -184,15 +195,7 @@ export function createReceiverApp(deps: ReceiverDeps): express.Express {
     try {
       result = await provider.parse(ctx);
     } catch (err) {
-      if (err instanceof ProviderUnavailableError) {
-        res.setHeader('Retry-After', String(RETRY_AFTER_SECONDS));
-        return answer(
-          'unavailable',
-          503,
-          { error: 'temporarily unavailable, retry later' },
-          { err: err.message },
-        );
-      }
+      if (err instanceof ProviderUnavailableError) return unavailable(err);
       if (!(err instanceof WebhookPayloadError)) throw err;
       return answer(
         'invalid',
@@ -221,12 +224,9 @@ export function createReceiverApp(deps: ReceiverDeps): express.Express {
       outcomes = await startAll(deps.starter, result.events);
     } catch (err) {
       if (!(err instanceof TemporalUnavailableError)) throw err;
-      res.setHeader('Retry-After', String(RETRY_AFTER_SECONDS));
-      return answer(
-        'unavailable',
-        503,
-        { error: 'temporarily unavailable, retry later' },
-        { err: err.message, workflowIds: result.events.map((e) => e.workflowId) },
+      return unavailable(
+        err,
+        result.events.map((e) => e.workflowId),
       );
     }
     for (const [i, event] of result.events.entries())

@@ -19,6 +19,7 @@ import { connectionSecurity, dataConverter, keyring, payloadCodec } from '../tem
 import { codecRouter, codecServerOptions } from '../temporal/codec-server';
 import { searchAttributeAdvice, searchAttributeProblems } from '../temporal/search-attributes';
 import { tenantDirectoryOf } from '../tenants/directory';
+import { tenantsFileOf } from '../tenants/tenants-file';
 import { createReceiverApp } from './app';
 import { DeadlineCalls } from './deadline-calls';
 import { SLACK_EVENTS_ACTOR, slackInstallRouter } from './slack-install';
@@ -52,6 +53,8 @@ export async function startReceiver(options: {
   workerConnection?: NativeConnection;
 }): Promise<ReceiverHandle> {
   const { config, pool, logger, workerConnection } = options;
+  // A TENANTS_FILE with problems (or naming a variable that is not set) stops the start before anything connects.
+  const tenantsFile = tenantsFileOf(config);
   const connection =
     workerConnection ??
     // Lazy: the receiver starts (and answers 503) even while Temporal is down.
@@ -102,7 +105,7 @@ export async function startReceiver(options: {
   const namespace = { address: options.temporalAddress, namespace: config.TEMPORAL_NAMESPACE };
   const metrics = createReceiverMetrics();
   const secretKeys = payloadCodec(options.encryptionKey, keyring(config));
-  const tenants = tenantDirectoryOf(pool, secretKeys);
+  const tenants = tenantDirectoryOf(pool, secretKeys, tenantsFile);
   const tenantStore = createTenantCredentialStore(pool, secretKeys);
   const slackOAuth = slackOAuthSettings(config);
   const slackInstallRoutes = slackOAuth

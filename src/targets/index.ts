@@ -3,6 +3,7 @@
 import { type Config, sandboxSecrets, slackOAuthSettings } from '../config';
 import { SANDBOX_MODES } from '../model';
 import type { TenantDirectory, TenantStore } from '../tenants/directory';
+import { lineChannelsOf } from '../tenants/line-channels';
 import { slackOAuth } from '../tenants/slack-oauth';
 import { githubTarget } from './github';
 import { installationTokens } from './github-app';
@@ -35,7 +36,11 @@ export function createTargets(
     for (const mode of SANDBOX_MODES) targets.push(sandboxTarget(mode, base, sandbox.apiToken));
   }
   const slackOAuthOn = slackOAuthSettings(config);
-  if (config.SLACK_BOT_TOKEN || slackOAuthOn) {
+  const slackTeamsListed = [...(deps.tenants?.file.entries.keys() ?? [])].some((tenant) =>
+    tenant.startsWith('slack:'),
+  );
+  // On with the one-workspace shortcut, the install flow, or teams listed in TENANTS_FILE.
+  if (config.SLACK_BOT_TOKEN || slackOAuthOn || slackTeamsListed) {
     const oauth = slackOAuthOn && slackOAuth(slackOAuthOn);
     const tokens = slackTokens({
       fallbackToken: config.SLACK_BOT_TOKEN,
@@ -48,9 +53,15 @@ export function createTargets(
   // Holds no credential (each command or interaction carries its own response_url), and has work
   // only where Slack's commands and interactivity are received.
   if (config.SLACK_SIGNING_SECRET) targets.push(slackResponseTarget({ apiUrl: config.SLACK_API_URL }));
-  if (config.LINE_CHANNEL_ACCESS_TOKEN)
+  // With the one-channel shortcut's token, or with channels by destination (TENANTS_FILE, LINE_CHANNELS=tenants).
+  const lineChannels = lineChannelsOf(config, deps.tenants);
+  if (config.LINE_CHANNEL_ACCESS_TOKEN || lineChannels)
     targets.push(
-      lineTarget({ channelAccessToken: config.LINE_CHANNEL_ACCESS_TOKEN, apiUrl: config.LINE_API_URL }),
+      lineTarget({
+        channelAccessToken: config.LINE_CHANNEL_ACCESS_TOKEN,
+        channels: lineChannels,
+        apiUrl: config.LINE_API_URL,
+      }),
     );
   // The app's installations need no directory: each GitHub App webhook names its installation, whose
   // token the app's key fetches (config has checked that the id comes with a readable key).
@@ -70,9 +81,9 @@ export function createTargets(
 
 /** Which setting enables a built-in target, for error messages that say how to fix a route. */
 export const TARGET_SETTINGS: Record<string, string> = {
-  slack: 'SLACK_BOT_TOKEN or SLACK_CLIENT_ID',
+  slack: 'SLACK_BOT_TOKEN, SLACK_CLIENT_ID or TENANTS_FILE',
   'slack-response': 'SLACK_SIGNING_SECRET',
-  line: 'LINE_CHANNEL_ACCESS_TOKEN',
+  line: 'LINE_CHANNEL_ACCESS_TOKEN, TENANTS_FILE or LINE_CHANNELS=tenants',
   github: 'GITHUB_TOKEN, or GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY',
   sandbox: 'SANDBOX_ENABLED',
   'sandbox-lookup': 'SANDBOX_ENABLED',

@@ -11,8 +11,13 @@
 //
 // One answer is one request: its LINE message objects (up to five, `body.line`) go together, because a
 // reply token answers once; the push that stands in for it carries the same objects under one key.
+//
+// Whose access token: the channel of the step's `destination.tenant` (`line:<destination>`, from
+// TENANTS_FILE or the tenant store), else LINE_CHANNEL_ACCESS_TOKEN. A stored token LINE refuses (401)
+// is asked for once more, fresh: an admin may have rotated it; nothing was sent, so asking again is safe.
 import { HTTPFetchError, messagingApi } from '@line/bot-sdk';
 import type { StepPlan } from '../model';
+import { channelFix, type LineChannel, type LineChannels } from '../tenants/line-channels';
 import { classifyTransportError } from './http-errors';
 import { messageText, parseRetryAfter, type SendRequest, type TargetAdapter, TargetError } from './types';
 
@@ -23,7 +28,10 @@ const MESSAGES_PER_REQUEST = 5;
 const REPLY_TOKEN_MARGIN_MS = 2000;
 
 export interface LineTargetOptions {
-  channelAccessToken: string;
+  /** LINE_CHANNEL_ACCESS_TOKEN: the one channel, or the one for destinations without their own. */
+  channelAccessToken?: string;
+  /** The channels by destination (TENANTS_FILE, the tenant store). */
+  channels?: LineChannels;
   /** LINE_API_URL, e.g. `https://api.line.me`. */
   apiUrl: string;
   now?: () => number;
@@ -31,10 +39,73 @@ export interface LineTargetOptions {
 
 type Sent = { sentMessages?: { id?: string }[] } | null;
 
-export function lineTarget({ channelAccessToken, apiUrl, now = Date.now }: LineTargetOptions): TargetAdapter {
+/** The access token a send uses, and where it came from (for a fix that names it). */
+interface Credential {
+  token: string;
+  channel?: LineChannel;
+}
+
+export function lineTarget({
+  channelAccessToken,
+  channels,
+  apiUrl,
+  now = Date.now,
+}: LineTargetOptions): TargetAdapter {
   // The SDK does not retry on its own, and exposes the retry key and, through HTTPFetchError, the
   // status, headers and body of a 409 or 400. It takes no AbortSignal: see `untilAborted`.
-  const client = new messagingApi.MessagingApiClient({ channelAccessToken, baseURL: apiUrl });
+  const clientOf = (token: string) =>
+    new messagingApi.MessagingApiClient({ channelAccessToken: token, baseURL: apiUrl });
+
+  const credentialFor = async (tenant: string | undefined, fresh = false): Promise<Credential> => {
+    let channel: LineChannel | undefined;
+    try {
+      channel = tenant && channels ? await channels.channel(tenant, { fresh }) : undefined;
+    } catch {
+      // Nothing was sent: the store is down, the next attempt asks again.
+      throw new TargetError('retryable', 'line: the channel’s credential could not be read (tenant store)');
+    }
+    if (channel?.secret) return { token: channel.secret.accessToken, channel };
+    if (channel)
+      throw new TargetError(
+        'permanent',
+        `line: the channel ${channel.tenant} is ${channel.unusable}${channel.revokedReason ? ` (${channel.revokedReason})` : ''}`,
+        { fix: `give it a credential again (${channelFix(channel)}), then reprocess` },
+      );
+    if (channelAccessToken) return { token: channelAccessToken };
+    throw new TargetError(
+      'permanent',
+      `line: no channel for ${tenant ?? 'this destination'} and no LINE_CHANNEL_ACCESS_TOKEN`,
+      {
+        fix: `add the channel (\`replyflow tenant add ${tenant ?? 'line:<destination>'} --channel-secret-env … --access-token-env …\` with LINE_CHANNELS=tenants, or TENANTS_FILE), then reprocess`,
+      },
+    );
+  };
+
+  /**
+   * Runs `request` with the step's token; a stored token LINE refuses (401) is read again, fresh, and
+   * the request made once more with the new one, if it is new.
+   */
+  const withToken = async <T>(
+    step: StepPlan,
+    request: (client: messagingApi.MessagingApiClient) => Promise<T>,
+  ): Promise<{ result: T } | { error: unknown; credential: Credential }> => {
+    const tenant = step.destination.tenant;
+    const credential = await credentialFor(tenant);
+    try {
+      return { result: await request(clientOf(credential.token)) };
+    } catch (err) {
+      const refused = err instanceof HTTPFetchError && err.status === 401;
+      if (!refused || !credential.channel || credential.channel.source === 'file')
+        return { error: err, credential };
+      const again = await credentialFor(tenant, true);
+      if (again.token === credential.token) return { error: err, credential };
+      try {
+        return { result: await request(clientOf(again.token)) };
+      } catch (retried) {
+        return { error: retried, credential: again };
+      }
+    }
+  };
 
   const replyTokenUsable = (step: StepPlan, attempt: number) => {
     const { replyToken, replyTokenExpiresAt } = step.destination;
@@ -52,16 +123,16 @@ export function lineTarget({ channelAccessToken, apiUrl, now = Date.now }: LineT
       const messages = messagesOf(body);
 
       if (replyTokenUsable(step, attempt)) {
-        try {
-          const { body: sent } = await untilAborted(
+        const replied = await withToken(step, (client) =>
+          untilAborted(
             client.replyMessageWithHttpInfo({ replyToken: step.destination.replyToken!, messages }),
             signal,
-          );
-          return { externalId: externalIdOf(sent, 'reply') };
-        } catch (err) {
-          // Used or expired token (400 "Invalid reply token"): nothing was sent, so push instead.
-          if (!isInvalidReplyToken(err)) throw classifyLineError(err, signal, false, messages);
-        }
+          ),
+        );
+        if ('result' in replied) return { externalId: externalIdOf(replied.result.body, 'reply') };
+        // Used or expired token (400 "Invalid reply token"): nothing was sent, so push instead.
+        if (!isInvalidReplyToken(replied.error))
+          throw classifyLineError(replied.error, signal, false, messages, whose(replied.credential));
       }
 
       const to = step.destination.to;
@@ -69,26 +140,30 @@ export function lineTarget({ channelAccessToken, apiUrl, now = Date.now }: LineT
         throw new TargetError('permanent', 'line: no push destination (`to`) and no usable reply token', {
           fix: 'check the route destination',
         });
-      try {
-        const { body: sent, httpResponse } = await untilAborted(
-          client.pushMessageWithHttpInfo({ to, messages }, effectId),
-          signal,
-        );
+      const pushed = await withToken(step, (client) =>
+        untilAborted(client.pushMessageWithHttpInfo({ to, messages }, effectId), signal),
+      );
+      if ('result' in pushed) {
+        const { body: sent, httpResponse } = pushed.result;
         return { externalId: externalIdOf(sent, httpResponse.headers.get('x-line-request-id') ?? 'push') };
-      } catch (err) {
-        // A reused retry key after acceptance: this push already happened.
-        if (err instanceof HTTPFetchError && err.status === 409) {
-          return {
-            externalId: externalIdOf(
-              parse(err.body),
-              err.headers.get('x-line-accepted-request-id') ?? 'push',
-            ),
-          };
-        }
-        throw classifyLineError(err, signal, true, messages);
       }
+      const err = pushed.error;
+      // A reused retry key after acceptance: this push already happened.
+      if (err instanceof HTTPFetchError && err.status === 409) {
+        return {
+          externalId: externalIdOf(parse(err.body), err.headers.get('x-line-accepted-request-id') ?? 'push'),
+        };
+      }
+      throw classifyLineError(err, signal, true, messages, whose(pushed.credential));
     },
   };
+}
+
+/** Which access token LINE refused, as a fix names it. */
+function whose(credential: Credential): string {
+  return credential.channel
+    ? `check the access token of ${credential.channel.tenant} (${channelFix(credential.channel)})`
+    : 'check LINE_CHANNEL_ACCESS_TOKEN';
 }
 
 /**
@@ -149,6 +224,7 @@ export function classifyLineError(
   signal: AbortSignal,
   pushed: boolean,
   messages: readonly messagingApi.Message[] = [],
+  tokenFix = 'check LINE_CHANNEL_ACCESS_TOKEN',
 ): TargetError {
   if (err instanceof TargetError) return err;
   if (!(err instanceof HTTPFetchError)) {
@@ -174,10 +250,7 @@ export function classifyLineError(
     return new TargetError('unknown', `line: server error (${status}): the message may have been sent`, {
       resendSafe: pushed,
     });
-  if (status === 401)
-    return new TargetError('permanent', 'line: not authorised (401)', {
-      fix: 'check LINE_CHANNEL_ACCESS_TOKEN',
-    });
+  if (status === 401) return new TargetError('permanent', 'line: not authorised (401)', { fix: tokenFix });
   if (status === 403)
     return new TargetError('permanent', 'line: forbidden (403)', {
       fix: 'the channel is not allowed to use this API (plan or permission)',

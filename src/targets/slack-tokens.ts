@@ -23,7 +23,7 @@ export interface SlackTokenDeps {
   /** SLACK_BOT_TOKEN. */
   fallbackToken?: string;
   /** Installations, read fresh for every call. */
-  tenants?: Pick<TenantDirectory, 'credential'>;
+  tenants?: Pick<TenantDirectory, 'credential' | 'forget'>;
   /** Stores a refreshed token over the version it replaces (tenant_credentials' `replaceSecret`). */
   replaceSecret?: (
     tenant: string,
@@ -47,10 +47,16 @@ export function slackTokens(deps: SlackTokenDeps) {
   const refreshing = new Map<string, Promise<SlackToken>>();
 
   /**
-   * The installation as stored now. Read past the directory's cache: a revocation recorded by any
-   * receiver must stop the very next attempt, not one up to the cache's lifetime later.
+   * The installation as stored now: `fresh`, so past the directory's 10 s cache (a read at most
+   * FRESH_MIN_MS old answers): a revocation recorded by any receiver must stop the next attempt, not
+   * one up to the cache's lifetime later.
    */
-  async function stored(tenant: string): Promise<Credential | undefined> {
+  async function stored(
+    tenant: string,
+    options: { changed?: boolean } = {},
+  ): Promise<Credential | undefined> {
+    // After a change (ours, or one a refused refresh points at) even the last quarter second's read is old.
+    if (options.changed) deps.tenants?.forget(tenant);
     try {
       return await deps.tenants?.credential(tenant, { fresh: true });
     } catch (err) {
@@ -127,7 +133,7 @@ export function slackTokens(deps: SlackTokenDeps) {
           `slack: could not refresh the bot token of ${tenant}: nothing was sent`,
         );
       // Another process may have refreshed with the same refresh token first: its token is stored.
-      const latest = await stored(tenant);
+      const latest = await stored(tenant, { changed: true });
       if (latest && latest.record.version !== credential.record.version && !expiresSoon(latest))
         return usable(tenant, latest);
       throw new TargetError(
@@ -142,9 +148,10 @@ export function slackTokens(deps: SlackTokenDeps) {
     }
     const secret = { botToken: token.botToken, refreshToken: token.refreshToken };
     const replaced = await replaceSecret(tenant, credential.record.version, secret, token.expiresAt);
+    deps.tenants?.forget(tenant);
     if (replaced) return usable(tenant, { ...credential, secret });
     // Changed meanwhile (refreshed elsewhere, reinstalled, revoked): what is stored now counts.
-    const latest = await stored(tenant);
+    const latest = await stored(tenant, { changed: true });
     if (!latest)
       throw new TargetError('permanent', `slack: ${tenant} is no longer installed`, {
         fix: INSTALL_FIX(tenant),

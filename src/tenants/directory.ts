@@ -4,6 +4,7 @@
 // without a restart. A caller whose credential was refused asks again with `fresh` (a rotated secret).
 // The Slack target reads with `fresh` every time (src/targets/slack-tokens.ts): an uninstall recorded
 // by any receiver must stop that team's very next send.
+// TENANTS_FILE's entries (read at start, src/tenants/tenants-file.ts) answer first, without a query.
 import type { Pool } from '../db/pool';
 import {
   createTenantCredentialStore,
@@ -11,6 +12,7 @@ import {
   type TenantCredentialStore,
 } from '../db/tenant-credentials';
 import type { SecretKeys } from './secret-box';
+import { NO_TENANTS_FILE, type TenantsFile } from './tenants-file';
 
 /** The table's owner, for layers that may not import src/db/ (targets). */
 export type TenantStore = TenantCredentialStore;
@@ -20,28 +22,42 @@ export interface TenantDirectory {
   credential(tenant: string, options?: { fresh?: boolean }): Promise<TenantCredential | undefined>;
   /** Forgets what the cache holds for the tenant (after this process changed it). */
   forget(tenant: string): void;
+  /** TENANTS_FILE's entries, source 'file': they answer before the store's and change only with a restart. */
+  readonly file: TenantsFile;
 }
 
 /** How long a found credential is reused; an unknown tenant is asked for again sooner. */
 export const TENANT_CACHE_MS = 10_000;
 const UNKNOWN_CACHE_MS = 1_000;
+/**
+ * A `fresh` read within this long of the last read is answered by that read: a sender of forged
+ * requests (each one fails verification and asks for `fresh`) cannot turn each into a query.
+ */
+export const FRESH_MIN_MS = 250;
 /** A bound on the cache: tenants beyond it are read again when asked for. */
 const MAX_CACHED = 10_000;
 
 export function createTenantDirectory(
   store: Pick<TenantCredentialStore, 'get'>,
-  options: { ttlMs?: number; now?: () => number } = {},
+  options: { ttlMs?: number; now?: () => number; file?: TenantsFile } = {},
 ): TenantDirectory {
   const ttlMs = options.ttlMs ?? TENANT_CACHE_MS;
   const now = options.now ?? Date.now;
-  const cache = new Map<string, { until: number; value: Promise<TenantCredential | undefined> }>();
+  const file = options.file ?? NO_TENANTS_FILE;
+  const cache = new Map<
+    string,
+    { readAt: number; until: number; value: Promise<TenantCredential | undefined> }
+  >();
   return {
+    file,
     credential(tenant, { fresh = false } = {}) {
+      const listed = file.entries.get(tenant);
+      if (listed) return Promise.resolve(listed);
       const hit = cache.get(tenant);
-      if (hit && !fresh && hit.until > now()) return hit.value;
+      if (hit && hit.until > now() && (!fresh || now() - hit.readAt < FRESH_MIN_MS)) return hit.value;
       const value = store.get(tenant);
       if (cache.size >= MAX_CACHED) cache.clear();
-      const entry = { until: now() + ttlMs, value };
+      const entry = { readAt: now(), until: now() + ttlMs, value };
       cache.set(tenant, entry);
       value.then(
         (found) => {
@@ -59,7 +75,22 @@ export function createTenantDirectory(
   };
 }
 
-/** The directory a receiver or a worker uses: the table, opened with this process's payload keys. */
-export function tenantDirectoryOf(pool: Pool, keys: SecretKeys): TenantDirectory {
-  return createTenantDirectory(createTenantCredentialStore(pool, keys));
+/**
+ * The directory a receiver or a worker uses: TENANTS_FILE's entries (loaded at start), then the table,
+ * opened with this process's payload keys.
+ */
+export function tenantDirectoryOf(
+  pool: Pool,
+  keys: SecretKeys,
+  file: TenantsFile = NO_TENANTS_FILE,
+): TenantDirectory {
+  return createTenantDirectory(createTenantCredentialStore(pool, keys), { file });
+}
+
+/**
+ * TENANTS_FILE alone, the store never asked: enough to tell which targets register (a route file's
+ * check before anything connects).
+ */
+export function fileTenantDirectory(file: TenantsFile): TenantDirectory {
+  return createTenantDirectory({ get: async () => undefined }, { file });
 }

@@ -41,7 +41,7 @@ const TOKEN_DIR = mkdtempSync(path.join(os.tmpdir(), 'replyflow-cli-'));
 const NO_DATA_DIR = mkdtempSync(path.join(os.tmpdir(), 'replyflow-cli-data-'));
 
 /** Commands an admin runs where the database is reachable; every other command is an operator's. */
-const ADMIN_COMMANDS = new Set(['operator', 'purge']);
+const ADMIN_COMMANDS = new Set(['operator', 'purge', 'tenant']);
 
 /**
  * The environment a CLI user would set to reach the test system for `argv`; `as` puts that

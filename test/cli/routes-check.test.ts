@@ -87,7 +87,7 @@ routes:
     assert.equal(bare.code, 2);
     assert.deepEqual(bare.stdout.trimEnd().split('\n'), [
       'endpoints.orders.headers.Authorization: environment variable ORDERS_TOKEN is not set',
-      'routes[1].steps[0].target: target "slack" is not configured (set SLACK_BOT_TOKEN or SLACK_CLIENT_ID)',
+      'routes[1].steps[0].target: target "slack" is not configured (set SLACK_BOT_TOKEN, SLACK_CLIENT_ID or TENANTS_FILE)',
       `${file}: 2 problems`,
     ]);
     const fileOnly = await cliOffline(['routes', 'check', file, '--file-only']);
@@ -102,6 +102,33 @@ routes:
     ]) {
       const result = await cliOffline(argv, WORKER_ENV);
       assert.ok(!`${result.stdout}${result.stderr}`.includes('secret-value'), argv.join(' '));
+    }
+  });
+
+  it('counts the LINE target as there when TENANTS_FILE lists LINE channels, as the worker registers it', async () => {
+    const file = routeFile(
+      'to-line.yaml',
+      `
+routes:
+  - name: tell-line
+    when: { provider: stripe, eventType: charge.failed }
+    businessKey: "charge:{data.object.id}"
+    steps: [{ name: tell, target: line, destination: { to: U1 }, text: "charge failed" }]
+`,
+    );
+    const tenants = routeFile(
+      'tenants.yaml',
+      `line:\n  - destination: U${'f'.repeat(32)}\n    channelSecretEnv: SHOP_SECRET\n    accessTokenEnv: SHOP_TOKEN\n`,
+    );
+    const without = await cliOffline(['routes', 'check', file]);
+    assert.equal(without.code, 2);
+    assert.match(
+      without.stdout,
+      /routes\[0\]\.steps\[0\]\.target: target "line" is not configured \(set LINE_CHANNEL_ACCESS_TOKEN, TENANTS_FILE or LINE_CHANNELS=tenants\)/,
+    );
+    for (const env of [{ TENANTS_FILE: tenants }, { LINE_CHANNELS: 'tenants' }] as Record<string, string>[]) {
+      const result = await cliOffline(['routes', 'check', file], env);
+      assert.equal(result.code, 0, result.stdout);
     }
   });
 

@@ -95,6 +95,27 @@ describe('start refusals (real executable)', function () {
     assert.ok(!line.includes('[unclosed'), 'the file itself is not quoted');
   });
 
+  for (const role of ['receiver', 'worker'] as const)
+    it(`refuses (${role}) a TENANTS_FILE naming a variable that is not set in one line with the entry's path, and exits 2`, async () => {
+      const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'replyflow-tenants-')), 'tenants.yaml');
+      const destination = `U${'e'.repeat(32)}`;
+      writeFileSync(
+        file,
+        `line:\n  - destination: ${destination}\n    channelSecretEnv: SHOP_SECRET\n    accessTokenEnv: SHOP_TOKEN\n`,
+      );
+      const exit = await replyflow(role, {
+        ...(await splitRoleEnv()),
+        TENANTS_FILE: file,
+        SHOP_SECRET: 'a-secret-that-is-set',
+      });
+      assert.equal(exit.code, 2);
+      const line = oneLine(exit);
+      assert.equal(
+        line,
+        `replyflow: invalid tenants file ${file} (TENANTS_FILE): line[0].accessTokenEnv: environment variable SHOP_TOKEN is not set`,
+      );
+    });
+
   it('refuses a bot module that cannot be used in one line naming RESPONDER_MODULE, before starting anything', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'replyflow-bot-'));
     const missing = path.join(dir, 'bot.ts');

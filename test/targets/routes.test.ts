@@ -246,7 +246,7 @@ routes:
         err instanceof RouteFileError &&
         err.problems.join('\n') ===
           [
-            'routes[0].steps[0].target: target "slack" is not configured (set SLACK_BOT_TOKEN or SLACK_CLIENT_ID)',
+            'routes[0].steps[0].target: target "slack" is not configured (set SLACK_BOT_TOKEN, SLACK_CLIENT_ID or TENANTS_FILE)',
             'routes[0].steps[1].target: target "github" is not configured (set GITHUB_TOKEN, or GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY)',
           ].join('\n'),
     );

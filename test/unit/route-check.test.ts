@@ -136,7 +136,7 @@ routes:
     const worker = { env: {}, targetConfigured: (target: string) => target === 'github' };
     assert.deepEqual(problems(file, worker), [
       'endpoints.orders.headers.Authorization: environment variable ORDERS_TOKEN is not set',
-      'routes[0].steps[0].target: target "slack" is not configured (set SLACK_BOT_TOKEN or SLACK_CLIENT_ID)',
+      'routes[0].steps[0].target: target "slack" is not configured (set SLACK_BOT_TOKEN, SLACK_CLIENT_ID or TENANTS_FILE)',
     ]);
     const set = checkRouteText(file, 'yaml', { env: { ORDERS_TOKEN: 'secret-value' } }).set;
     assert.equal(set?.endpoints.orders?.headers.Authorization, 'Bearer secret-value');
@@ -215,7 +215,7 @@ routes:
         err.problems.join('\n') ===
           [
             'routes[0].when.provider: unknown provider "strip" (did you mean "stripe"?)',
-            'routes[0].steps[0].target: target "slack" is not configured (set SLACK_BOT_TOKEN or SLACK_CLIENT_ID)',
+            'routes[0].steps[0].target: target "slack" is not configured (set SLACK_BOT_TOKEN, SLACK_CLIENT_ID or TENANTS_FILE)',
           ].join('\n'),
     );
   });

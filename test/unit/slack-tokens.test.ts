@@ -3,9 +3,12 @@
 // workers refresh the same team at once (one refresh per process, the loser uses the winner's token).
 import assert from 'node:assert/strict';
 import type { TenantCredential } from '../../src/db/tenant-credentials';
+import { createTargets } from '../../src/targets';
 import { slackTokens } from '../../src/targets/slack-tokens';
 import { TargetError } from '../../src/targets/types';
+import { createTenantDirectory, fileTenantDirectory } from '../../src/tenants/directory';
 import { SlackOAuthError } from '../../src/tenants/slack-oauth';
+import { testConfig } from '../helpers/system';
 
 const NOW = Date.UTC(2026, 11, 1, 12);
 const TENANT = 'slack:T0ROTATE';
@@ -34,6 +37,7 @@ function table(secret: Record<string, string> | undefined, expiresInMs?: number)
       credential: async (tenant: string) => {
         return tenant === TENANT ? credential() : undefined;
       },
+      forget() {},
     },
     async replaceSecret(_tenant: string, at: number, next: Record<string, string>, until?: Date) {
       if (at !== version || !current) return undefined;
@@ -113,6 +117,17 @@ describe('Slack tokens per team (slackTokens)', () => {
     assert.equal(slack.calls.length, 1);
   });
 
+  it("uses the refreshed token next, through the directory's cache (whose quarter-second reads are not refetched)", async () => {
+    const rows = table({ botToken: 'xoxb-1', refreshToken: 'xoxe-1' }, 60_000);
+    // The clock stands still: every read is within the directory's FRESH_MIN_MS of the last.
+    const tenants = createTenantDirectory({ get: rows.tenants.credential }, { now: () => NOW });
+    const slack = slackRefresh();
+    const tokens = slackTokens({ tenants, replaceSecret: rows.replaceSecret, ...slack, now: () => NOW });
+    assert.equal((await tokens.forTenant(TENANT)).token, 'xoxb-2');
+    assert.equal((await tokens.forTenant(TENANT)).token, 'xoxb-2');
+    assert.deepEqual(slack.calls, ['xoxe-1'], 'one refresh');
+  });
+
   it('uses the token another worker stored when that worker refreshed first', async () => {
     const rows = table({ botToken: 'xoxb-1', refreshToken: 'xoxe-1' }, 60_000);
     const slack = slackRefresh();
@@ -162,6 +177,7 @@ describe('Slack tokens per team (slackTokens)', () => {
         credential: async () => {
           throw new Error('connect ECONNREFUSED');
         },
+        forget() {},
       },
       now: () => NOW,
     });
@@ -175,5 +191,35 @@ describe('Slack tokens per team (slackTokens)', () => {
       now: () => NOW,
     });
     await assert.rejects(storeDown.forTenant(TENANT), retryable);
+  });
+
+  it('registers the Slack target with SLACK_BOT_TOKEN, the client credentials, or Slack teams in TENANTS_FILE, and not without', () => {
+    const listed = (tenant: string) =>
+      fileTenantDirectory({
+        file: 'tenants.yaml',
+        entries: new Map([
+          [
+            tenant,
+            {
+              record: {
+                tenant,
+                provider: tenant.split(':')[0]!,
+                source: 'file',
+                details: {},
+                version: 1,
+                createdAt: new Date(NOW),
+                updatedAt: new Date(NOW),
+              },
+              secret: { botToken: 'xoxb-file' },
+            },
+          ],
+        ]),
+      });
+    const has = (env: Record<string, string>, tenants = listed('line:U0123')) =>
+      createTargets(testConfig({ SANDBOX_ENABLED: 'false', ...env }), {}, { tenants }).has('slack');
+    assert.equal(has({}), false);
+    assert.equal(has({ SLACK_BOT_TOKEN: 'xoxb-shortcut' }), true);
+    assert.equal(has({ SLACK_CLIENT_ID: '1.2', SLACK_CLIENT_SECRET: 's' }), true);
+    assert.equal(has({}, listed('slack:T0FILE')), true);
   });
 });

@@ -2,6 +2,8 @@
 // (single-use, expiring reply tokens; 400 "Invalid reply token"; the retry key refused with 400) and
 // push (X-Line-Retry-Key: 409 with x-line-accepted-request-id once a key was accepted), and LINE's
 // 400 with `details` for message objects it refuses (a subset of its checks: count, text, flex, quick reply).
+// It serves several channels at once, each with its access token (401 for any other), and records which
+// token each delivery carried.
 import { randomUUID } from 'node:crypto';
 import type http from 'node:http';
 import { type Answer, FakeApi, type Recorded, send } from './base';
@@ -15,6 +17,8 @@ export interface LineDelivery {
   messages: Record<string, unknown>[];
   messageId: string;
   retryKey?: string;
+  /** The channel access token the request carried (Authorization: Bearer). */
+  accessToken: string;
 }
 
 export class FakeLine extends FakeApi {
@@ -22,9 +26,23 @@ export class FakeLine extends FakeApi {
   private readonly tokens = new Map<string, { to: string; expiresAt: number; used: boolean }>();
   private readonly acceptedKeys = new Map<string, { requestId: string; messageId: string }>();
   private seq = 0;
+  private readonly accessTokens = new Set<string>();
 
   constructor(readonly channelAccessToken = 'line-test-token') {
     super();
+    this.accessTokens.add(channelAccessToken);
+  }
+
+  /** Another channel's access token, accepted from now on (a channel added, or a token reissued). */
+  allowToken(token: string): this {
+    this.accessTokens.add(token);
+    return this;
+  }
+
+  /** A token LINE no longer accepts (revoked, or replaced by a reissue): 401 from now on. */
+  refuseToken(token: string): this {
+    this.accessTokens.delete(token);
+    return this;
   }
 
   /** A reply token as a webhook event would carry it. */
@@ -57,7 +75,8 @@ export class FakeLine extends FakeApi {
   }
 
   protected handle(request: Recorded, res: http.ServerResponse) {
-    if (request.headers.authorization !== `Bearer ${this.channelAccessToken}`)
+    const accessToken = bearerOf(request.headers.authorization);
+    if (!accessToken || !this.accessTokens.has(accessToken))
       return send(res, {
         status: 401,
         body: {
@@ -80,7 +99,7 @@ export class FakeLine extends FakeApi {
         return send(res, { status: 400, body: { message: 'Invalid reply token' } });
       return this.write(res, () => {
         token.used = true;
-        return this.deliver(token.to, 'reply', request.body);
+        return this.deliver(token.to, 'reply', request.body, accessToken);
       });
     }
     if (request.path === '/v2/bot/message/push') {
@@ -95,7 +114,7 @@ export class FakeLine extends FakeApi {
           headers: { 'x-line-accepted-request-id': accepted.requestId },
         });
       return this.write(res, () => {
-        const answer = this.deliver(String(request.body.to), 'push', request.body, retryKey);
+        const answer = this.deliver(String(request.body.to), 'push', request.body, accessToken, retryKey);
         if (retryKey)
           this.acceptedKeys.set(retryKey, {
             requestId: answer.headers!['x-line-request-id']!,
@@ -115,19 +134,24 @@ export class FakeLine extends FakeApi {
     to: string,
     via: LineDelivery['via'],
     body: Record<string, unknown>,
+    accessToken: string,
     retryKey?: string,
   ): Answer {
     this.seq += 1;
     const messageId = String(500000 + this.seq);
     const messages = body.messages as Record<string, unknown>[];
     const text = typeof messages[0]?.text === 'string' ? messages[0].text : '';
-    this.deliveries.push({ to, via, text, messages, messageId, retryKey });
+    this.deliveries.push({ to, via, text, messages, messageId, retryKey, accessToken });
     return {
       status: 200,
       body: { sentMessages: [{ id: messageId, quoteToken: 'q' }] },
       headers: { 'x-line-request-id': randomUUID() },
     };
   }
+}
+
+function bearerOf(authorization: string | undefined): string | undefined {
+  return authorization?.startsWith('Bearer ') ? authorization.slice('Bearer '.length) : undefined;
 }
 
 /** What LINE says of message objects it refuses (https://developers.line.biz/en/reference/messaging-api/#error-responses). */
