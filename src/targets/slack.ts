@@ -13,6 +13,9 @@ export const SLACK_METADATA_EVENT_TYPE = 'replyflow_effect';
 /** Slack documents no read-after-write delay for history; we look twice, this far apart. */
 export const SLACK_CONSISTENCY_DELAY_MS = 10_000;
 
+/** The gap Slack asks for between two posts to one channel. */
+export const SLACK_CHANNEL_INTERVAL_MS = 1000;
+
 /** Pages read per lookup (up to 999 messages each): a bound, not an expectation. */
 const MAX_LOOKUP_PAGES = 50;
 const PAGE_LIMIT = 200;
@@ -131,6 +134,10 @@ export function slackTarget({ tokens, apiUrl }: SlackTargetOptions): TargetAdapt
   return {
     name: 'slack',
     capabilities: { idempotencyKey: false, lookup: true, consistencyDelayMs: SLACK_CONSISTENCY_DELAY_MS },
+    // chat.postMessage "will generally allow an app to post 1 message per second to a specific
+    // channel" (https://api.slack.com/methods/chat.postMessage#rate_limiting): per workspace and channel.
+    pace: ({ destination: { tenant, channel } }) =>
+      channel ? { key: `${tenant ?? 'slack'}/${channel}`, intervalMs: SLACK_CHANNEL_INTERVAL_MS } : undefined,
 
     async send({ effectId, step, body, signal }) {
       const { channel, threadTs } = destinationOf(step);

@@ -327,3 +327,27 @@ describe('Slack: which messages get a reply by default (receiver, worker, fake S
     });
   });
 });
+
+describe('Slack: replies into one channel paced as Slack asks (one a second), not learned from 429s', () => {
+  const system = deployment();
+
+  it('posts three replies in one channel a second apart, none refused, each answered once', async () => {
+    system.slack.channelIntervalMs = 900;
+    const channel = channelId();
+    const mentions = [nextTs(), nextTs(), nextTs()].map((ts) => appMention(channel, ts));
+    const results = await Promise.all(mentions.map((mention) => deliver(system, mention)));
+    assert.deepEqual(
+      results.map((r) => r.state),
+      ['succeeded', 'succeeded', 'succeeded'],
+    );
+    const posts = postsIn(system, channel);
+    assert.equal(system.slack.rateLimited.get(channel) ?? 0, 0, 'Slack refused no post with 429');
+    assert.equal(posts.length, 3, 'three posts, one per mention');
+    assert.deepEqual(posts.map((p) => p.body.thread_ts).sort(), mentions.map((m) => m.ts).sort());
+    for (let i = 1; i < posts.length; i++)
+      assert.ok(
+        posts[i]!.at - posts[i - 1]!.at >= 900,
+        `post ${i} came ${posts[i]!.at - posts[i - 1]!.at} ms after the one before`,
+      );
+  });
+});

@@ -68,6 +68,15 @@ export class FakeSlack extends FakeApi {
   private readonly refreshTokens = new Map<string, FakeTeam>();
   /** Successful `grant_type=refresh_token` exchanges, by team. */
   readonly refreshes: string[] = [];
+  /**
+   * Set to act as Slack's chat.postMessage limit: "1 message per second to a specific channel"
+   * (https://api.slack.com/methods/chat.postMessage#rate_limiting): a post sooner than this after the
+   * channel's last accepted one is refused 429 `ratelimited` with Retry-After: 1, and counted.
+   */
+  channelIntervalMs?: number;
+  /** Posts refused by `channelIntervalMs`, by channel. */
+  readonly rateLimited = new Map<string, number>();
+  private readonly lastPost = new Map<string, number>();
 
   constructor(readonly token = 'xoxb-test-token') {
     super();
@@ -247,6 +256,17 @@ export class FakeSlack extends FakeApi {
   }
 
   private post(body: Record<string, unknown>): Answer {
+    const channel = String(body.channel);
+    const last = this.lastPost.get(channel);
+    if (
+      this.channelIntervalMs !== undefined &&
+      last !== undefined &&
+      Date.now() - last < this.channelIntervalMs
+    ) {
+      this.rateLimited.set(channel, (this.rateLimited.get(channel) ?? 0) + 1);
+      return { status: 429, body: { ok: false, error: 'ratelimited' }, headers: { 'retry-after': '1' } };
+    }
+    this.lastPost.set(channel, Date.now());
     const message: SlackMessage = {
       channel: String(body.channel),
       ts: this.nextTs(),
