@@ -20,6 +20,9 @@ interface Result {
   fairness: string;
   unloadedP50: number;
   others: number[];
+  /** Those sent while the burst was still being acknowledged, and those sent after. */
+  duringAcks: number[];
+  afterAcks: number[];
   burstS: number;
   acksPerSecond: number;
 }
@@ -48,14 +51,20 @@ async function measure(fairness: boolean, single: number, concurrency: number): 
         await sleep(Math.max(0, next - Date.now()));
       }
     })();
+    const floodBegan = Date.now();
     const flood = await bench.flood(burst.ids, burst.messages, concurrency);
+    const ackedAt = floodBegan + (single / flood.acksPerSecond) * 1000;
     flooding = false;
     await others;
     const replies = await bench.waitForReplies([...sentAt.keys()]);
+    const waited = [...replies].map(([id, at]) => ({ sent: sentAt.get(id)!, ms: at - sentAt.get(id)! }));
+    const sorted = (list: { ms: number }[]) => list.map((w) => w.ms).sort((a, b) => a - b);
     return {
       fairness: fairness ? 'on' : 'off',
       unloadedP50: unloaded.p50,
-      others: [...replies].map(([id, at]) => at - sentAt.get(id)!).sort((a, b) => a - b),
+      others: sorted(waited),
+      duringAcks: sorted(waited.filter((w) => w.sent < ackedAt)),
+      afterAcks: sorted(waited.filter((w) => w.sent >= ackedAt)),
       burstS: flood.allRepliedS,
       acksPerSecond: flood.acksPerSecond,
     };
@@ -106,6 +115,14 @@ async function main(): Promise<void> {
         `${r.acksPerSecond.toFixed(0)} /s`,
       ].join(' '),
     );
+  }
+  console.log('');
+  console.log('by when they were sent: while the burst was being acknowledged / after');
+  for (const r of results) {
+    const bound = r.unloadedP50 + 1000;
+    const part = (list: number[]) =>
+      `${list.filter((ms) => ms <= bound).length} of ${list.length} within, p99 ${percentile(list, 99).toFixed(0)} ms`;
+    console.log(`${r.fairness.padEnd(8)} ${part(r.duringAcks)} / ${part(r.afterAcks)}`);
   }
 }
 

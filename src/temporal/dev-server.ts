@@ -183,8 +183,11 @@ async function spawnDevServer(
   });
   const exited = new Promise<never>((_, reject) =>
     child.once('exit', (code, signal) => {
-      const why = stderr.trim().split('\n').slice(-3).join(' | ');
-      const Failure = /address already in use/.test(why) ? PortTakenError : DevServerStartError;
+      // A Go panic puts its cause first and a stack after it: keep the cause and the last lines.
+      const lines = stderr.trim().split('\n');
+      const cause = lines.find((line) => /panic:|error/i.test(line));
+      const why = [...new Set([...(cause ? [cause] : []), ...lines.slice(-2)])].join(' | ');
+      const Failure = /address already in use/.test(stderr) ? PortTakenError : DevServerStartError;
       reject(new Failure(`temporal server start-dev exited (${signal ?? code}) before it was ready: ${why}`));
     }),
   );

@@ -11,7 +11,7 @@ import { signStandardWebhook } from '../../src/providers/standard-webhooks';
 import { type ReceiverHandle, startReceiver } from '../../src/receiver';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import { database, devServer, TEST_ENCRYPTION_KEY } from './servers';
-import { silentLogger, uniqueId } from './system';
+import { silentLogger, startTestWorker, uniqueId } from './system';
 
 /** A Standard Webhooks secret for the `orders` source of the tests' config. */
 export const STD_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
@@ -31,6 +31,31 @@ export async function startTestReceiver(options: {
     logger: options.logger ?? silentLogger,
     port: 0,
   });
+}
+
+/** A receiver and a worker with one config on the shared dev server, and a client to look at their work. */
+export interface TestSystem {
+  receiver: ReceiverHandle;
+  temporal: TemporalClient;
+  /** Stops the worker, the receiver and the client. */
+  stop(): Promise<void>;
+}
+
+export async function startTestSystem(options: { config: Config; logger?: Logger }): Promise<TestSystem> {
+  const { config, logger } = options;
+  const server = await devServer();
+  const receiver = await startTestReceiver({ config, temporalAddress: server.address, logger });
+  const temporal = await connectClient(server.address, 'default', TEST_ENCRYPTION_KEY);
+  const worker = await startTestWorker({ address: server.address, config });
+  return {
+    receiver,
+    temporal,
+    async stop() {
+      await worker.stop();
+      await receiver.stop();
+      await temporal.close();
+    },
+  };
 }
 
 export interface ReceiverSuite {

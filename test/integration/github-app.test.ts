@@ -7,13 +7,11 @@ import { randomUUID } from 'node:crypto';
 import examples from '@octokit/webhooks-examples';
 import type { Config } from '../../src/config';
 import { signGitHubDelivery } from '../../src/providers/github';
-import type { ReceiverHandle } from '../../src/receiver';
-import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import type { EventResult } from '../../workflows/run-view';
 import { FakeGithub, testGithubApp, tokenOf } from '../helpers/fakes/github';
-import { startTestReceiver } from '../helpers/receiver';
-import { devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { startTestWorker, testConfig, uniqueId } from '../helpers/system';
+import { startTestSystem, type TestSystem } from '../helpers/receiver';
+import { devServer } from '../helpers/servers';
+import { testConfig, uniqueId } from '../helpers/system';
 
 const SECRET = 'github-app-test-webhook-secret';
 const APP = testGithubApp('310931');
@@ -41,12 +39,10 @@ describe('GitHub App: two installations, each answered with its own token (recei
   this.timeout(120_000);
   let github: FakeGithub;
   let config: Config;
-  let receiver: ReceiverHandle;
-  let temporal: TemporalClient;
-  let worker: { stop(): Promise<void> } | undefined;
+  let system: TestSystem | undefined;
 
   before(async () => {
-    const server = await devServer();
+    const _server = await devServer();
     github = await new FakeGithub().start();
     github.app = { id: APP.id, publicKey: APP.publicKey };
     // No GITHUB_TOKEN: every comment must go with an installation's token.
@@ -56,14 +52,10 @@ describe('GitHub App: two installations, each answered with its own token (recei
       GITHUB_APP_PRIVATE_KEY: APP.privateKey,
       GITHUB_API_URL: github.url,
     });
-    receiver = await startTestReceiver({ config, temporalAddress: server.address });
-    temporal = await connectClient(server.address, 'default', TEST_ENCRYPTION_KEY);
-    worker = await startTestWorker({ address: server.address, config });
+    system = await startTestSystem({ config });
   });
   after(async () => {
-    await worker?.stop();
-    await receiver?.stop();
-    await temporal?.close();
+    await system?.stop();
     await github?.stop();
   });
 
@@ -73,10 +65,14 @@ describe('GitHub App: two installations, each answered with its own token (recei
       deliveryId: randomUUID(),
       hookId: '5150',
     });
-    const response = await fetch(`${receiver.url}/webhooks/github`, { method: 'POST', headers, body });
+    const response = await fetch(`${system!.receiver.url}/webhooks/github`, {
+      method: 'POST',
+      headers,
+      body,
+    });
     const answer = (await response.json()) as { workflowId: string };
     assert.equal(response.status, 202, JSON.stringify(answer));
-    return temporal.client.workflow.getHandle(answer.workflowId).result();
+    return system!.temporal.client.workflow.getHandle(answer.workflowId).result();
   }
 
   it("comments once on each installation's issue, with that installation's token", async () => {

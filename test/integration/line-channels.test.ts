@@ -12,14 +12,12 @@ import path from 'node:path';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { run } from '../../src/cli/main';
 import { signLineRequest } from '../../src/providers/line';
-import type { ReceiverHandle } from '../../src/receiver';
-import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import type { EventResult } from '../../workflows/run-view';
 import { eventually } from '../helpers/eventually';
 import { FakeLine } from '../helpers/fakes/line';
-import { startTestReceiver, unreachablePool } from '../helpers/receiver';
+import { startTestReceiver, startTestSystem, type TestSystem, unreachablePool } from '../helpers/receiver';
 import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { startTestWorker, testConfig, uniqueId } from '../helpers/system';
+import { testConfig, uniqueId } from '../helpers/system';
 
 const hex = (bytes: number) => randomBytes(bytes).toString('hex');
 const channel = () => ({ destination: `U${hex(16)}`, secret: hex(16), token: `token-${hex(12)}` });
@@ -31,12 +29,10 @@ describe('Several LINE channels: TENANTS_FILE and `replyflow tenant add` (receiv
   /** The variables TENANTS_FILE names: this run's own, set for the receiver and the worker. */
   const vars = { secret: `LINE_IT_SECRET_${hex(4)}`, token: `LINE_IT_TOKEN_${hex(4)}` };
   let line: FakeLine;
-  let receiver: ReceiverHandle;
-  let temporal: TemporalClient;
-  let worker: { stop(): Promise<void> } | undefined;
+  let system: TestSystem | undefined;
 
   before(async () => {
-    const server = await devServer();
+    const _server = await devServer();
     line = await new FakeLine(a.token).allowToken(b.token).start();
     const dir = mkdtempSync(path.join(os.tmpdir(), 'line-channels-'));
     const file = path.join(dir, 'tenants.yaml');
@@ -52,14 +48,10 @@ describe('Several LINE channels: TENANTS_FILE and `replyflow tenant add` (receiv
       LINE_API_URL: line.url,
       SANDBOX_ENABLED: 'false',
     });
-    receiver = await startTestReceiver({ config, temporalAddress: server.address });
-    temporal = await connectClient(server.address, 'default', TEST_ENCRYPTION_KEY);
-    worker = await startTestWorker({ address: server.address, config });
+    system = await startTestSystem({ config });
   });
   after(async () => {
-    await worker?.stop();
-    await receiver?.stop();
-    await temporal?.close();
+    await system?.stop();
     await line?.stop();
     delete process.env[vars.secret];
     delete process.env[vars.token];
@@ -117,11 +109,18 @@ describe('Several LINE channels: TENANTS_FILE and `replyflow tenant add` (receiv
     return { webhookEventId, body };
   }
   const deliver = (body: string, secret: string) =>
-    fetch(`${receiver.url}/webhooks/line`, { method: 'POST', headers: signLineRequest(secret, body), body });
+    fetch(`${system!.receiver.url}/webhooks/line`, {
+      method: 'POST',
+      headers: signLineRequest(secret, body),
+      body,
+    });
 
   async function nothingRecorded(webhookEventId: string) {
     const workflowId = `webhook:line:${webhookEventId}`;
-    await assert.rejects(temporal.client.workflow.getHandle(workflowId).describe(), WorkflowNotFoundError);
+    await assert.rejects(
+      system!.temporal.client.workflow.getHandle(workflowId).describe(),
+      WorkflowNotFoundError,
+    );
     const { rows } = await (await database()).pool.query(
       "SELECT 1 FROM events WHERE provider = 'line' AND event_id = $1",
       [webhookEventId],
@@ -150,7 +149,7 @@ describe('Several LINE channels: TENANTS_FILE and `replyflow tenant add` (receiv
     assert.equal((await deliver(toB.body, b.secret)).status, 200);
 
     for (const { webhookEventId } of [toA, toB]) {
-      const handle = temporal.client.workflow.getHandle<() => Promise<EventResult>>(
+      const handle = system!.temporal.client.workflow.getHandle<() => Promise<EventResult>>(
         `webhook:line:${webhookEventId}`,
       );
       assert.equal((await handle.result()).state, 'succeeded');

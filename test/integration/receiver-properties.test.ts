@@ -42,6 +42,8 @@ const newSecret = () => `whsec_${randomBytes(24).toString('base64')}`;
 function configWithEverySecret(): Config {
   const env: Record<string, string> = {};
   for (const key of Object.keys(configSchema.shape)) {
+    // The Slack app's OAuth client secret verifies no webhook (and needs its client id beside it).
+    if (key === 'SLACK_CLIENT_SECRET') continue;
     if (key === 'STANDARD_WEBHOOKS_SECRETS') env[key] = `${SOURCE}=${newSecret()}`;
     else if (/_SECRETS?$/.test(key)) env[key] = newSecret();
   }

@@ -8,17 +8,21 @@ import assert from 'node:assert/strict';
 import type { AppMentionEvent } from '@slack/types';
 import type { Config } from '../../src/config';
 import { signSlackRequest } from '../../src/providers/slack';
-import type { ReceiverHandle } from '../../src/receiver';
 import { SLACK_EVENTS_ACTOR, SLACK_OAUTH_ACTOR } from '../../src/receiver/slack-install';
-import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import { signInstallState } from '../../src/tenants/slack-oauth';
 import { statusQuery } from '../../workflows/messages';
 import type { EventResult } from '../../workflows/run-view';
 import { eventually } from '../helpers/eventually';
 import { FakeSlack } from '../helpers/fakes/slack';
-import { capturedLogger, startTestReceiver, unreachablePool } from '../helpers/receiver';
-import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { startTestWorker, testConfig, uniqueId } from '../helpers/system';
+import {
+  capturedLogger,
+  startTestReceiver,
+  startTestSystem,
+  type TestSystem,
+  unreachablePool,
+} from '../helpers/receiver';
+import { database, devServer } from '../helpers/servers';
+import { testConfig, uniqueId } from '../helpers/system';
 import { auditRows, effectRows, waitForState } from '../helpers/workflows';
 
 const SIGNING_SECRET = 'slack-installations-test-signing-secret';
@@ -57,14 +61,11 @@ describe('Slack installations: many workspaces through the OAuth flow (receiver,
   this.timeout(180_000);
   let slack: FakeSlack;
   let config: Config;
-  let receiver: ReceiverHandle;
-  let temporal: TemporalClient;
-  let worker: { stop(): Promise<void> };
+  let system: TestSystem | undefined;
   /** The receiver's log, at its most verbose: what it must never say is checked at the end. */
   const log = capturedLogger();
 
   before(async () => {
-    const [server] = await Promise.all([devServer(), database()]);
     slack = await new FakeSlack().start();
     // No SLACK_BOT_TOKEN: every team answers with its own installation, or not at all.
     config = testConfig({
@@ -73,16 +74,12 @@ describe('Slack installations: many workspaces through the OAuth flow (receiver,
       SLACK_CLIENT_SECRET: slack.clientSecret,
       SLACK_API_URL: `${slack.url}/api/`,
     });
-    receiver = await startTestReceiver({ config, temporalAddress: server.address, logger: log.logger });
+    system = await startTestSystem({ config, logger: log.logger });
     // The app's Redirect URL, as its OAuth settings at Slack would name it.
-    slack.redirectUri = `${receiver.url}/slack/oauth_redirect`;
-    temporal = await connectClient(server.address, 'default', TEST_ENCRYPTION_KEY);
-    worker = await startTestWorker({ address: server.address, config });
+    slack.redirectUri = `${system.receiver.url}/slack/oauth_redirect`;
   });
   after(async () => {
-    await worker?.stop();
-    await receiver?.stop();
-    await temporal?.close();
+    await system?.stop();
     await slack?.stop();
   });
 
@@ -95,7 +92,7 @@ describe('Slack installations: many workspaces through the OAuth flow (receiver,
 
   /** /slack/install → Slack's authorize page (the installer picks `team`) → where Slack sends them back. */
   async function callbackFor(team: string, extra: Record<string, string> = {}): Promise<URL> {
-    const start = await fetch(`${receiver.url}/slack/install`, { redirect: 'manual' });
+    const start = await fetch(`${system!.receiver.url}/slack/install`, { redirect: 'manual' });
     assert.equal(start.status, 302);
     const authorize = new URL(start.headers.get('location')!);
     assert.equal(`${authorize.origin}${authorize.pathname}`, `${slack.url}/oauth/v2/authorize`);
@@ -108,7 +105,7 @@ describe('Slack installations: many workspaces through the OAuth flow (receiver,
 
   /** The whole flow, following every redirect as a browser does; the receiver's last page. */
   async function install(team: string): Promise<{ status: number; page: string }> {
-    const start = await fetch(`${receiver.url}/slack/install`, { redirect: 'manual' });
+    const start = await fetch(`${system!.receiver.url}/slack/install`, { redirect: 'manual' });
     const authorize = new URL(start.headers.get('location')!);
     authorize.searchParams.set('team', team);
     const done = await fetch(authorize);
@@ -152,14 +149,14 @@ describe('Slack installations: many workspaces through the OAuth flow (receiver,
         },
       ],
     });
-    const response = await fetch(`${receiver.url}/webhooks/slack`, {
+    const response = await fetch(`${system!.receiver.url}/webhooks/slack`, {
       method: 'POST',
       headers: signSlackRequest(SIGNING_SECRET, body),
       body,
     });
     const answer = (await response.json()) as { workflowId: string };
     assert.equal(response.status, status, JSON.stringify(answer));
-    return temporal.client.workflow.getHandle(answer.workflowId);
+    return system!.temporal.client.workflow.getHandle(answer.workflowId);
   }
 
   /** A mention in a new channel of `team`: its workflow handle and where the reply goes. */
@@ -381,7 +378,7 @@ describe('Slack installations: many workspaces through the OAuth flow (receiver,
       assert.equal(response.status, 503);
       assert.ok(response.headers.get('retry-after'));
       assert.equal((await tenantRow(team))?.revoked_at, null);
-      const redelivered = await fetch(`${receiver.url}/webhooks/slack`, {
+      const redelivered = await fetch(`${system!.receiver.url}/webhooks/slack`, {
         method: 'POST',
         headers: signSlackRequest(SIGNING_SECRET, body),
         body,
