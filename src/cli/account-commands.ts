@@ -12,7 +12,7 @@ import { OPERATOR_ROLES } from '../model';
 import { OperatorInputError } from '../operator/errors';
 import { type AdminSession, adminAction } from './admin';
 import { type CliContext, EXIT, operatorAction } from './command';
-import { type CliIo, printJson, printLine, table } from './io';
+import { type CliIo, printLine, printListing } from './io';
 import { OperatorApiClient } from './operator-api';
 import { removeToken, storeToken, tokenFile } from './operator-token';
 import { replyflowUrl } from './session';
@@ -224,22 +224,16 @@ function printAccounts(io: CliIo, accounts: OperatorAccount[], json?: boolean): 
     createdAt: createdAt.toISOString(),
     rotatedAt: rotatedAt.toISOString(),
   }));
-  if (json) printJson(io.stdout, rows);
-  else if (rows.length === 0)
-    printLine(io.stdout, 'No operators yet: `replyflow operator add <name> --roles …`.');
-  else
-    printLine(
-      io.stdout,
-      table(
-        ['NAME', 'ROLES', 'STATUS', 'TENANTS', 'CREATED', 'TOKEN ROTATED'],
-        rows.map((r) => [
-          r.name,
-          r.roles.join(','),
-          r.disabled ? 'disabled' : 'enabled',
-          r.tenants ? r.tenants.join(',') : 'every tenant',
-          r.createdAt,
-          r.rotatedAt,
-        ]),
-      ),
-    );
+  printListing(io, rows, {
+    json,
+    empty: 'No operators yet: `replyflow operator add <name> --roles …`.',
+    columns: [
+      ['NAME', (r) => r.name],
+      ['ROLES', (r) => r.roles.join(',')],
+      ['STATUS', (r) => (r.disabled ? 'disabled' : 'enabled')],
+      ['TENANTS', (r) => (r.tenants ? r.tenants.join(',') : 'every tenant')],
+      ['CREATED', (r) => r.createdAt],
+      ['TOKEN ROTATED', (r) => r.rotatedAt],
+    ],
+  });
 }

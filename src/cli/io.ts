@@ -61,7 +61,7 @@ export function printJson(out: Output, value: unknown): void {
 }
 
 /** Columns padded to their widest cell; the last column is not padded. */
-export function table(header: string[], rows: (string | number | undefined | null)[][]): string {
+export function table(header: string[], rows: Cell[][]): string {
   const cells = [header, ...rows.map((r) => r.map((c) => (c === undefined || c === null ? '-' : String(c))))];
   const widths = header.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
   return cells
@@ -72,6 +72,29 @@ export function table(header: string[], rows: (string | number | undefined | nul
         .trimEnd(),
     )
     .join('\n');
+}
+
+type Cell = string | number | undefined | null;
+
+/**
+ * What a `list` command prints: the rows as JSON with `--json`, else `empty` when there are none,
+ * else a table of `columns` (a header and how each row fills it).
+ */
+export function printListing<Row>(
+  io: CliIo,
+  rows: Row[],
+  options: { json?: boolean; empty: string; columns: [string, (row: Row) => Cell][] },
+): void {
+  if (options.json) printJson(io.stdout, rows);
+  else if (rows.length === 0) printLine(io.stdout, options.empty);
+  else
+    printLine(
+      io.stdout,
+      table(
+        options.columns.map(([header]) => header),
+        rows.map((row) => options.columns.map(([, cell]) => cell(row))),
+      ),
+    );
 }
 
 /** 45s, 12m, 5h, 3d: how long ago, at a glance. */

@@ -32,7 +32,7 @@ import {
 } from '../tenants/tenants-file';
 import { type AdminSession, adminAction } from './admin';
 import { type CliContext, EXIT } from './command';
-import { type CliIo, printJson, printLine, table } from './io';
+import { type CliIo, printLine, printListing } from './io';
 
 /** Where each provider's secret fields are read from: the option naming their environment variable. */
 const SECRET_OPTIONS = {
@@ -355,22 +355,19 @@ function printTenants(io: CliIo, records: TenantRecord[], json?: boolean): void 
     revokedReason: r.revokedReason ?? null,
     updatedAt: r.updatedAt.toISOString(),
   }));
-  if (json) printJson(io.stdout, rows);
-  else if (rows.length === 0)
-    printLine(io.stdout, 'No tenants yet: `replyflow tenant add <tenant> …`, or TENANTS_FILE.');
-  else
-    printLine(
-      io.stdout,
-      table(
-        ['TENANT', 'PROVIDER', 'SOURCE', 'DETAILS', 'EXPIRES', 'REVOKED'],
-        rows.map((r) => [
-          r.tenant,
-          r.provider,
-          r.source,
-          Object.keys(r.details).length > 0 ? JSON.stringify(r.details) : undefined,
-          r.expiresAt,
-          r.revokedAt ? `${r.revokedAt}${r.revokedReason ? ` (${r.revokedReason})` : ''}` : undefined,
-        ]),
-      ),
-    );
+  printListing(io, rows, {
+    json,
+    empty: 'No tenants yet: `replyflow tenant add <tenant> …`, or TENANTS_FILE.',
+    columns: [
+      ['TENANT', (r) => r.tenant],
+      ['PROVIDER', (r) => r.provider],
+      ['SOURCE', (r) => r.source],
+      ['DETAILS', (r) => (Object.keys(r.details).length > 0 ? JSON.stringify(r.details) : undefined)],
+      ['EXPIRES', (r) => r.expiresAt],
+      [
+        'REVOKED',
+        (r) => (r.revokedAt ? `${r.revokedAt}${r.revokedReason ? ` (${r.revokedReason})` : ''}` : undefined),
+      ],
+    ],
+  });
 }
