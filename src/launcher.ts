@@ -20,7 +20,7 @@ import { resolveSandbox } from './sandbox/settings';
 import { keyring, payloadCodec, resolveEncryptionKey } from './temporal/client';
 import { CODEC_PATH } from './temporal/codec-server';
 import { startDevServer } from './temporal/dev-server';
-import { loadWorkerRoutes, startWorker } from './worker';
+import { acksFirstGate, loadWorkerRoutes, startWorker } from './worker';
 
 export interface Running {
   urls: {
@@ -144,6 +144,8 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
     let workerMetrics: string | undefined;
     let workerMetricsListening: string | undefined;
     let workerConnection: NativeConnection | undefined;
+    // One process: the receiver's starts hand each event's first task to this worker, which yields to them.
+    const acksFirst = role === 'all' ? acksFirstGate(effective) : undefined;
     if (role !== 'receiver') {
       const worker = await startWorker({
         config: effective,
@@ -151,8 +153,7 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
         temporalAddress,
         encryptionKey,
         logger: logger.child({ role: 'worker' }),
-        // In one process the receiver below starts its workflows eagerly on this worker.
-        eagerStarts: role === 'all',
+        acksFirst,
       });
       stops.push({ name: 'worker', ms: config.SEND_TIMEOUT + STOP_MS, stop: () => worker.stop() });
       workerMetrics = worker.metricsUrl;
@@ -175,6 +176,7 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
         logger: logger.child({ role: 'receiver' }),
         // One process: the receiver's starts hand each event's first workflow task to this worker.
         workerConnection,
+        acksFirst,
       });
       stops.push({ name: 'receiver', ms: STOP_MS, stop: () => receiver.stop() });
       receiverUrl = receiver.url;

@@ -9,6 +9,7 @@ import type { Pool } from './db/pool';
 import { errorMessage } from './failures';
 import type { Logger } from './logger';
 import { boundAddress, listenOn, reachableHost } from './ports';
+import type { AcksFirst } from './temporal/acks-first';
 import { TenantLabels, withTenant } from './tenants/metric-label';
 
 /** The states an effect is recorded in that an operator cares about. */
@@ -93,6 +94,29 @@ export function createWorkerMetrics(pool: Pool): WorkerMetrics {
       retries.inc(withTenant({ target, error_class: errorClass }, tenants.of(tenant)));
     },
   };
+}
+
+/**
+ * The state of the gate through which a worker beside a receiver takes new tasks (`replyflow start`,
+ * src/temporal/acks-first.ts), read at each scrape.
+ */
+export function gateMetrics(registry: Registry, gate: Pick<AcksFirst, 'underPressure' | 'perSecond'>): void {
+  new Gauge({
+    name: 'replyflow_worker_yielding',
+    help: '1 while the receiver in this process sees slow workflow starts, so that the worker yields to it (declines eager starts, takes new tasks slowly); else 0',
+    registers: [registry],
+    collect() {
+      this.set(gate.underPressure ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'replyflow_worker_task_rate',
+    help: 'New workflow and activity tasks a second the worker beside a receiver may take now (2000: no limit); halved every 100 ms while starts are slow',
+    registers: [registry],
+    collect() {
+      this.set(gate.perSecond);
+    },
+  });
 }
 
 export interface MetricsServer {

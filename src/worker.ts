@@ -16,12 +16,13 @@ import { freePort } from './ports';
 import { createResponder } from './responders';
 import { loadRouteFile, planner, type RouteSet, workerRouteChecks } from './routes';
 import { createTargets, type TargetRegistry } from './targets';
+import { AcksFirst } from './temporal/acks-first';
 import { connectionSecurity, keyring, payloadCodec } from './temporal/client';
 import { sdkLogger } from './temporal/sdk-logger';
 import { SearchAttributesMissingError, searchAttributeProblems } from './temporal/search-attributes';
 import { fileTenantDirectory, tenantDirectoryOf } from './tenants/directory';
 import { tenantsFileOf } from './tenants/tenants-file';
-import { createWorkerMetrics, serveWorkerMetrics, type WorkerMetrics } from './worker-metrics';
+import { createWorkerMetrics, gateMetrics, serveWorkerMetrics, type WorkerMetrics } from './worker-metrics';
 
 export const WORKFLOWS_PATH = path.resolve(__dirname, '..', 'workflows');
 
@@ -84,8 +85,11 @@ export interface WorkerSetup {
   temporalAddress: string;
   encryptionKey: string;
   logger: Logger;
-  /** Whether a receiver in this process starts its workflows eagerly on this worker (`replyflow start`). */
-  eagerStarts?: boolean;
+  /**
+   * Set when a receiver in this process starts its workflows eagerly on this worker (`replyflow
+   * start`): the worker then takes new tasks through this gate, which yields to the receiver's starts.
+   */
+  acksFirst?: AcksFirst;
   /** Tests pass a prebuilt bundle and their own queue. */
   workerOptions?: Partial<WorkerOptions>;
   /** Tests replace dependencies (targets pointing at fakes, a shorter policy). */
@@ -119,6 +123,19 @@ async function checkSearchAttributes(
 function eagerWorkflowTaskSlots(config: Config): number {
   const cache = config.WORKER_MAX_CACHED_WORKFLOWS || Number.POSITIVE_INFINITY;
   return Math.max(2, Math.min(config.WORKER_ACTIVITY_SLOTS, cache));
+}
+
+/**
+ * The gate of a receiver and a worker in one process (src/temporal/acks-first.ts): a start slower
+ * than a sixth of WEBHOOK_START_DEADLINE_MS (250 ms by default) makes the worker take new tasks more
+ * slowly, well before a start could miss the deadline and be answered 503.
+ */
+export function acksFirstGate(config: Config): AcksFirst {
+  return new AcksFirst({
+    slowStartMs: config.WEBHOOK_START_DEADLINE_MS / 6,
+    workflowSlots: eagerWorkflowTaskSlots(config),
+    activitySlots: config.WORKER_ACTIVITY_SLOTS,
+  });
 }
 
 /**
@@ -214,10 +231,13 @@ export async function createWorker(
       ...(config.WORKER_MAX_CACHED_WORKFLOWS !== undefined && {
         maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
       }),
-      maxConcurrentActivityTaskExecutions: config.WORKER_ACTIVITY_SLOTS,
-      // Sends are local activities since the `local-sends` patch: the same slots for them.
-      maxConcurrentLocalActivityExecutions: config.WORKER_ACTIVITY_SLOTS,
-      ...(options.eagerStarts && { maxConcurrentWorkflowTaskExecutions: eagerWorkflowTaskSlots(config) }),
+      ...(options.acksFirst
+        ? { tuner: options.acksFirst.tuner() }
+        : {
+            maxConcurrentActivityTaskExecutions: config.WORKER_ACTIVITY_SLOTS,
+            // Sends are local activities since the `local-sends` patch: the same slots for them.
+            maxConcurrentLocalActivityExecutions: config.WORKER_ACTIVITY_SLOTS,
+          }),
       ...(options.workerOptions?.workflowBundle ? {} : { workflowsPath: WORKFLOWS_PATH }),
       ...options.workerOptions,
     });
@@ -238,6 +258,7 @@ export async function startWorker(options: WorkerSetup): Promise<WorkerHandle> {
       sdkMetricsPort: await freePort(),
     });
   const metrics = options.deps?.metrics ?? createWorkerMetrics(options.pool);
+  if (options.acksFirst) gateMetrics(metrics.registry, options.acksFirst);
   // The metrics port is taken before the worker exists: a port in use then fails the start with its
   // own message, instead of leaving a created worker that holds the connection open.
   const metricsServer =
@@ -268,6 +289,7 @@ export async function startWorker(options: WorkerSetup): Promise<WorkerHandle> {
     async stop() {
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await running;
+      options.acksFirst?.stop();
       await metricsServer?.stop();
     },
   };

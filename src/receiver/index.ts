@@ -15,6 +15,7 @@ import { boundAddress, listenOn, reachableHost } from '../ports';
 import { createProviders } from '../providers';
 import { GITHUB_REPLAY_WINDOW_DAYS } from '../providers/github';
 import { sandboxRouter } from '../sandbox/api';
+import type { AcksFirst } from '../temporal/acks-first';
 import { connectionSecurity, dataConverter, keyring, payloadCodec } from '../temporal/client';
 import { codecRouter, codecServerOptions } from '../temporal/codec-server';
 import { searchAttributeAdvice, searchAttributeProblems } from '../temporal/search-attributes';
@@ -51,6 +52,8 @@ export async function startReceiver(options: {
    * worker. The worker owns it; the receiver never closes it.
    */
   workerConnection?: NativeConnection;
+  /** That worker's gate: told how long each start takes, so that the worker yields while they are slow. */
+  acksFirst?: Pick<AcksFirst, 'startBegan'>;
 }): Promise<ReceiverHandle> {
   const { config, pool, logger, workerConnection } = options;
   // A TENANTS_FILE with problems (or naming a variable that is not set) stops the start before anything connects.
@@ -139,6 +142,7 @@ export async function startReceiver(options: {
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       deadlineMs: config.WEBHOOK_START_DEADLINE_MS,
       eager: workerConnection !== undefined,
+      timing: options.acksFirst,
       inputCodec: payloadCodec(options.encryptionKey, keyring(config), { refuseUnencrypted: true }),
       onStarted: (dispatch) => metrics.starts.inc({ dispatch }),
       onReplaced: (replaced) =>

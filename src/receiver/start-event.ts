@@ -131,53 +131,63 @@ export function temporalEventStarter(options: {
   eager?: boolean;
   /** Refuses payloads our keys did not encrypt, as workers do: tells the receiver's runs from others. */
   inputCodec: PayloadCodec;
+  /** Told as each start begins, and by the function it returns when it settled (src/temporal/acks-first.ts). */
+  timing?: { startBegan(): () => void };
   /** Told how each started workflow's first task went to a worker (the receiver counts it). */
   onStarted?: (dispatch: StartDispatch) => void;
   /** Told when a run that was not the event's was replaced by the event's own (the receiver logs it). */
   onReplaced?: (replaced: { workflowId: string; runId: string; why: string }) => void;
 }): EventStarter {
-  const { client, calls, taskQueue, deadlineMs, eager, inputCodec, onStarted, onReplaced } = options;
+  const { client, calls, taskQueue, deadlineMs, eager, inputCodec, timing, onStarted, onReplaced } = options;
   return {
     async start(event) {
-      const deadline = Date.now() + deadlineMs;
-      const inTime = <T>(call: () => Promise<T>) => calls.run(Math.max(1, deadline - Date.now()), call);
+      const settled = timing?.startBegan();
       try {
-        let reuse: WorkflowIdReusePolicy | undefined;
-        for (let replaced = 0; ; replaced++) {
-          try {
-            const handle = await inTime(() =>
-              client.workflow.start<typeof handleEvent>(
-                'handleEvent',
-                eventStartOptions(event, taskQueue, { eager, reuse }),
-              ),
-            );
-            onStarted?.(handle.eagerlyStarted ? 'eager' : 'queue');
-            return 'accepted';
-          } catch (err) {
-            if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-          }
-          const existing = await inTime(() => existingRun(client, inputCodec, event.workflowId));
-          if (existing.ours) return 'duplicate';
-          if (replaced === MAX_REPLACEMENTS)
-            throw new Error('runs that are not the event keep taking its id');
-          if (existing.running) await inTime(() => terminate(client, event.workflowId, existing.runId));
-          onReplaced?.({ workflowId: event.workflowId, runId: existing.runId, why: existing.why });
-          // After a run that did not complete (a refused or terminated one), only such a run may be
-          // replaced: a concurrent delivery whose own start completed already is then refused, and
-          // answered duplicate. A completed impostor (another event's ciphertext) needs any reuse;
-          // a delivery racing that replacement starts a second run, which the ledger ends as duplicate.
-          reuse =
-            existing.running || existing.closedUnsuccessfully
-              ? WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY
-              : WorkflowIdReusePolicy.ALLOW_DUPLICATE;
-        }
-      } catch (err) {
-        throw new TemporalUnavailableError(`Temporal did not accept the start: ${errorMessage(err)}`, {
-          cause: err,
-        });
+        return await startOnce(event);
+      } finally {
+        settled?.();
       }
     },
   };
+
+  async function startOnce(event: InboundEvent): Promise<StartOutcome> {
+    const deadline = Date.now() + deadlineMs;
+    const inTime = <T>(call: () => Promise<T>) => calls.run(Math.max(1, deadline - Date.now()), call);
+    try {
+      let reuse: WorkflowIdReusePolicy | undefined;
+      for (let replaced = 0; ; replaced++) {
+        try {
+          const handle = await inTime(() =>
+            client.workflow.start<typeof handleEvent>(
+              'handleEvent',
+              eventStartOptions(event, taskQueue, { eager, reuse }),
+            ),
+          );
+          onStarted?.(handle.eagerlyStarted ? 'eager' : 'queue');
+          return 'accepted';
+        } catch (err) {
+          if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+        }
+        const existing = await inTime(() => existingRun(client, inputCodec, event.workflowId));
+        if (existing.ours) return 'duplicate';
+        if (replaced === MAX_REPLACEMENTS) throw new Error('runs that are not the event keep taking its id');
+        if (existing.running) await inTime(() => terminate(client, event.workflowId, existing.runId));
+        onReplaced?.({ workflowId: event.workflowId, runId: existing.runId, why: existing.why });
+        // After a run that did not complete (a refused or terminated one), only such a run may be
+        // replaced: a concurrent delivery whose own start completed already is then refused, and
+        // answered duplicate. A completed impostor (another event's ciphertext) needs any reuse;
+        // a delivery racing that replacement starts a second run, which the ledger ends as duplicate.
+        reuse =
+          existing.running || existing.closedUnsuccessfully
+            ? WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY
+            : WorkflowIdReusePolicy.ALLOW_DUPLICATE;
+      }
+    } catch (err) {
+      throw new TemporalUnavailableError(`Temporal did not accept the start: ${errorMessage(err)}`, {
+        cause: err,
+      });
+    }
+  }
 }
 
 /** Terminates that one run (never a newer one under the id); one that closed meanwhile is fine. */

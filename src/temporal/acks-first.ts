@@ -1,0 +1,203 @@
+// Acks first, for a receiver and a worker in one process (`replyflow start`). A webhook is answered
+// once its workflow's start is confirmed, and the worker's tasks compete with those starts for the
+// same Temporal server (on the dev server's file store, one SQLite writer), the same event loop and
+// the same cores. Measured without this, a third of a burst was answered 503 at two thirds of the
+// server's own start rate (docs/benchmarks.md). So the receiver tells this gate how long each start
+// takes, and the worker's tuner takes new workflow and activity tasks only at a rate that halves
+// while starts are slow and climbs back while they are fast; while they are slow it also declines
+// eager starts, whose first task then waits in Temporal's task queue (durable, and fair across
+// conversations) instead of in front of the next webhook. Processing uses what acknowledging leaves.
+import type {
+  ActivitySlotInfo,
+  CustomSlotSupplier,
+  SlotPermit,
+  SlotReleaseContext,
+  SlotReserveContext,
+  TunerHolder,
+  WorkflowSlotInfo,
+} from '@temporalio/worker';
+
+export interface AcksFirstOptions {
+  /** A start slower than this is pressure: well below WEBHOOK_START_DEADLINE_MS. */
+  slowStartMs: number;
+  /** Workflow tasks at once, at most (as maxConcurrentWorkflowTaskExecutions). */
+  workflowSlots: number;
+  /** Activity tasks at once, at most; local activities get as many (inside tasks already taken). */
+  activitySlots: number;
+  /** New tasks a second the worker may always take, so that a backlog drains under any load. */
+  minPerSecond?: number;
+  /** For tests: the clock (ms), and no timer of its own (the test calls `adjust`). */
+  now?: () => number;
+  manual?: boolean;
+}
+
+type Kind = 'workflow' | 'activity';
+
+interface Waiter {
+  kind: Kind;
+  resolve: (permit: SlotPermit) => void;
+}
+
+/** How often the rate is adjusted; starts are judged over the same interval. */
+const ADJUST_MS = 100;
+/** Above this the rate is no limit at all: the worker runs as it would without the gate. */
+const UNLIMITED_PER_SECOND = 2000;
+const MIN_PER_SECOND = 5;
+
+export class AcksFirst {
+  readonly slowStartMs: number;
+  private readonly minPerSecond: number;
+  private readonly slots: Record<Kind, number>;
+  private readonly used: Record<Kind, number> = { workflow: 0, activity: 0 };
+  private readonly now: () => number;
+  /** New tasks a second the worker may take now. */
+  private rate = UNLIMITED_PER_SECOND;
+  private tokens = 1;
+  private refilledAt: number;
+  /** Starts in flight, by when each began. */
+  private readonly inFlight = new Set<{ began: number }>();
+  /** A start finished slow since the last adjustment. */
+  private slowSeen = false;
+  private readonly waiters: Waiter[] = [];
+  private wake: NodeJS.Timeout | undefined;
+  private readonly timer: NodeJS.Timeout | undefined;
+
+  constructor(options: AcksFirstOptions) {
+    this.slowStartMs = options.slowStartMs;
+    this.minPerSecond = options.minPerSecond ?? MIN_PER_SECOND;
+    this.slots = { workflow: options.workflowSlots, activity: options.activitySlots };
+    this.now = options.now ?? (() => performance.now());
+    this.refilledAt = this.now();
+    if (!options.manual) {
+      this.timer = setInterval(() => this.adjust(), ADJUST_MS);
+      this.timer.unref();
+    }
+  }
+
+  /** The receiver calls this as a start begins, and the function it returns once it settled. */
+  startBegan(): () => void {
+    const start = { began: this.now() };
+    this.inFlight.add(start);
+    return () => {
+      this.inFlight.delete(start);
+      if (this.now() - start.began > this.slowStartMs) this.slowSeen = true;
+    };
+  }
+
+  /** Whether starts are slow right now: one finished slow lately, or one in flight is already late. */
+  get underPressure(): boolean {
+    if (this.slowSeen) return true;
+    const now = this.now();
+    for (const start of this.inFlight) if (now - start.began > this.slowStartMs) return true;
+    return false;
+  }
+
+  /** New tasks a second the worker may take now (UNLIMITED_PER_SECOND: no limit). */
+  get perSecond(): number {
+    return this.rate;
+  }
+
+  /**
+   * Halves the rate under pressure (never below the minimum); otherwise raises it by a quarter: the
+   * worker probes its way back up while starts stay fast (from the minimum to no limit in ~2.5 s).
+   */
+  adjust(): void {
+    const pressure = this.underPressure;
+    if (pressure) this.rate = Math.max(this.minPerSecond, this.rate / 2);
+    else this.rate = Math.min(UNLIMITED_PER_SECOND, this.rate * 1.25 + 1);
+    this.slowSeen = false;
+    this.pump();
+  }
+
+  /** The worker's tuner: workflow and activity tasks through the gate, local activities by count. */
+  tuner(): TunerHolder {
+    return {
+      workflowTaskSlotSupplier: this.supplier<WorkflowSlotInfo>('workflow'),
+      activityTaskSlotSupplier: this.supplier<ActivitySlotInfo>('activity'),
+      // Local activities run inside a workflow task already taken: holding them back would only hold
+      // that task open longer.
+      localActivityTaskSlotSupplier: { type: 'fixed-size', numSlots: this.slots.activity },
+      nexusTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
+    };
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    clearTimeout(this.wake);
+  }
+
+  private supplier<SI extends WorkflowSlotInfo | ActivitySlotInfo>(kind: Kind): CustomSlotSupplier<SI> {
+    return {
+      type: 'custom',
+      reserveSlot: (_ctx: SlotReserveContext, abort: AbortSignal) =>
+        new Promise<SlotPermit>((resolve, reject) => {
+          const waiter: Waiter = { kind, resolve };
+          this.waiters.push(waiter);
+          abort.addEventListener(
+            'abort',
+            () => {
+              const at = this.waiters.indexOf(waiter);
+              if (at >= 0) this.waiters.splice(at, 1);
+              reject(abort.reason);
+            },
+            { once: true },
+          );
+          this.pump();
+        }),
+      // Eager tasks (a start's first task, an activity dispatched with a completion): only while
+      // starts are fast, or they would take the very capacity the next acknowledgement needs.
+      tryReserveSlot: () => {
+        if (this.underPressure || this.waiters.length > 0 || !this.take(kind)) return null;
+        return {};
+      },
+      markSlotUsed: () => {},
+      releaseSlot: (_ctx: SlotReleaseContext<SI>) => {
+        this.used[kind] -= 1;
+        this.pump();
+      },
+    };
+  }
+
+  /** Takes a slot of `kind` and a token, if both are free. */
+  private take(kind: Kind): boolean {
+    if (this.used[kind] >= this.slots[kind]) return false;
+    this.refill();
+    if (this.tokens < 1) return false;
+    this.tokens -= 1;
+    this.used[kind] += 1;
+    return true;
+  }
+
+  private refill(): void {
+    const now = this.now();
+    // A fifth of a second's worth at most: a rate cut takes effect at once, not after a saved burst.
+    const burst = Math.max(1, this.rate / 5);
+    this.tokens = Math.min(burst, this.tokens + ((now - this.refilledAt) / 1000) * this.rate);
+    this.refilledAt = now;
+  }
+
+  /** Grants waiting reservations in order while slots and tokens allow; else wakes for the next token. */
+  private pump(): void {
+    clearTimeout(this.wake);
+    this.wake = undefined;
+    while (this.waiters.length > 0) {
+      const at = this.waiters.findIndex((w) => this.used[w.kind] < this.slots[w.kind]);
+      if (at < 0) return; // every waiter's kind is full: a release pumps again
+      const waiter = this.waiters[at]!;
+      if (!this.take(waiter.kind)) {
+        const ms = Math.max(1, ((1 - this.tokens) / this.rate) * 1000);
+        if (!this.manual()) {
+          this.wake = setTimeout(() => this.pump(), ms);
+          this.wake.unref();
+        }
+        return;
+      }
+      this.waiters.splice(at, 1);
+      waiter.resolve({});
+    }
+  }
+
+  private manual(): boolean {
+    return this.timer === undefined;
+  }
+}

@@ -1,0 +1,121 @@
+// The gate of a receiver and a worker in one process (src/temporal/acks-first.ts), on a clock the test
+// moves: the worker takes new tasks freely while starts are fast, yields while they are slow (no eager
+// tasks, a rate that halves to its minimum), and climbs back once they are fast again.
+import assert from 'node:assert/strict';
+import type { CustomSlotSupplier, SlotInfo, SlotReserveContext } from '@temporalio/worker';
+import { AcksFirst } from '../../src/temporal/acks-first';
+
+const ctx = {
+  slotType: 'workflow',
+  taskQueue: 'q',
+  workerIdentity: 'w',
+  isSticky: false,
+} as SlotReserveContext;
+
+function gate(options: { workflowSlots?: number; minPerSecond?: number } = {}) {
+  let now = 0;
+  const acks = new AcksFirst({
+    slowStartMs: 250,
+    workflowSlots: options.workflowSlots ?? 100,
+    activitySlots: 100,
+    minPerSecond: options.minPerSecond ?? 5,
+    manual: true,
+    now: () => now,
+  });
+  const tuner = acks.tuner();
+  const workflow = tuner.workflowTaskSlotSupplier as CustomSlotSupplier<SlotInfo>;
+  /** Moves the clock by `ms` in the gate's own steps of 100 ms, adjusting at each. */
+  const pass = (ms: number) => {
+    for (let t = 0; t < ms; t += 100) {
+      now += 100;
+      acks.adjust();
+    }
+  };
+  const slowStart = () => {
+    const settled = acks.startBegan();
+    now += 400;
+    settled();
+  };
+  return { acks, workflow, pass, slowStart, tick: (ms: number) => (now += ms) };
+}
+
+describe('acks first: the worker yields to slow starts', () => {
+  it('hands out eager slots while starts are fast, up to the slot limit', () => {
+    const { workflow, acks, tick } = gate({ workflowSlots: 3 });
+    const fast = acks.startBegan();
+    tick(20);
+    fast();
+    const permits = [1, 2, 3, 4].map(() => workflow.tryReserveSlot(ctx));
+    assert.deepEqual(
+      permits.map((p) => p !== null),
+      [true, true, true, false],
+    );
+    workflow.releaseSlot({ permit: permits[0]! });
+    assert.notEqual(workflow.tryReserveSlot(ctx), null);
+  });
+
+  it('declines eager slots and halves its rate down to the minimum while starts are slow', () => {
+    const { workflow, acks, pass, slowStart } = gate();
+    slowStart();
+    assert.equal(acks.underPressure, true);
+    assert.equal(workflow.tryReserveSlot(ctx), null);
+    const rates: number[] = [];
+    for (let i = 0; i < 12; i++) {
+      slowStart();
+      pass(100);
+      rates.push(acks.perSecond);
+    }
+    assert.ok(
+      rates.every((r, i) => i === 0 || r <= rates[i - 1]!),
+      `rates fall: ${rates}`,
+    );
+    assert.equal(rates.at(-1), 5);
+  });
+
+  it('counts a start still in flight past the threshold as pressure', () => {
+    const { acks, workflow, tick } = gate();
+    const settled = acks.startBegan();
+    tick(100);
+    assert.equal(acks.underPressure, false);
+    tick(200);
+    assert.equal(acks.underPressure, true);
+    assert.equal(workflow.tryReserveSlot(ctx), null);
+    settled();
+  });
+
+  it('grants waiting reservations at its minimum rate under pressure, and faster once starts are fast again', async () => {
+    const { workflow, acks, pass } = gate({ minPerSecond: 5 });
+    // A start that hangs: pressure for as long as it is in flight.
+    const settled = acks.startBegan();
+    pass(1200);
+    assert.equal(acks.perSecond, 5);
+    let granted = 0;
+    const aborts = Array.from({ length: 40 }, () => new AbortController());
+    const reservations = aborts.map((abort) =>
+      workflow.reserveSlot(ctx, abort.signal).then(
+        () => {
+          granted += 1;
+        },
+        () => {},
+      ),
+    );
+    // Two seconds under pressure: about ten.
+    pass(2000);
+    await Promise.resolve();
+    assert.ok(granted >= 8 && granted <= 12, `granted ${granted} in 2 s at 5/s`);
+    const underPressure = granted;
+    // Two seconds of fast starts: the rate climbs, and the waiters are let through faster.
+    settled();
+    pass(2000);
+    await Promise.resolve();
+    assert.ok(acks.perSecond > 20, `rate ${acks.perSecond} after 2 s without pressure`);
+    assert.ok(granted - underPressure > 20, `granted ${granted - underPressure} in the 2 s after`);
+    // Aborted reservations are withdrawn, not granted later.
+    for (const abort of aborts) abort.abort();
+    await Promise.all(reservations);
+    const after = granted;
+    pass(1000);
+    await Promise.resolve();
+    assert.equal(granted, after);
+  });
+});
