@@ -17,6 +17,21 @@ export const WEBHOOK_OUTCOMES = [
 
 export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number];
 
+/**
+ * Why a webhook was answered 503, which the sender retries: Temporal did not confirm the start in
+ * time (`temporal_slow`), could not be reached (`temporal_down`) or refused it (`temporal_refused`,
+ * e.g. a missing search attribute); or what verifies the request, the tenant store in PostgreSQL,
+ * could not be read (`store_down`). Never "our own worker is busy": it yields (src/temporal/acks-first.ts).
+ */
+export const UNAVAILABLE_REASONS = [
+  'temporal_slow',
+  'temporal_down',
+  'temporal_refused',
+  'store_down',
+] as const;
+
+export type UnavailableReason = (typeof UNAVAILABLE_REASONS)[number];
+
 /** The provider label of requests to a path no enabled provider serves (404). */
 export const UNKNOWN_PROVIDER = 'unknown';
 
@@ -32,6 +47,8 @@ export interface ReceiverMetrics {
   accepted(provider: string, tenant: string | undefined): void;
   /** Connections closed as they arrived because RECEIVER_MAX_CONNECTIONS were open. */
   droppedConnections: Counter;
+  /** Webhooks answered 503, by provider and why. */
+  unavailable: Counter<'provider' | 'reason'>;
 }
 
 /**
@@ -80,6 +97,12 @@ export function createReceiverMetrics(): ReceiverMetrics {
     droppedConnections: new Counter({
       name: 'replyflow_receiver_connections_dropped_total',
       help: 'Connections the receiver closed as they arrived, because RECEIVER_MAX_CONNECTIONS were open',
+      registers: [registry],
+    }),
+    unavailable: new Counter({
+      name: 'replyflow_webhook_unavailable_total',
+      help: 'Webhooks answered 503 (the sender retries), by provider and reason: temporal_slow (the start was not confirmed within WEBHOOK_START_DEADLINE_MS), temporal_down, temporal_refused, store_down (the tenant store could not be read)',
+      labelNames: ['provider', 'reason'],
       registers: [registry],
     }),
     ignored: new Counter({

@@ -1,9 +1,16 @@
 // The receiver: verify → validate → make durable → answer. It never calls a target, and it answers
 // 2xx only after Temporal accepted every event of the request.
 import { randomUUID } from 'node:crypto';
+import { isGrpcServiceError } from '@temporalio/client';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { debugStack, type Logger } from '../logger';
-import { type ReceiverMetrics, UNKNOWN_PROVIDER, WEBHOOK_OUTCOMES, type WebhookOutcome } from '../metrics';
+import {
+  type ReceiverMetrics,
+  UNKNOWN_PROVIDER,
+  type UnavailableReason,
+  WEBHOOK_OUTCOMES,
+  type WebhookOutcome,
+} from '../metrics';
 import { PROVIDER_SETTINGS } from '../providers';
 import {
   type InboundEvent,
@@ -13,6 +20,7 @@ import {
   type WebhookProvider,
   WebhookVerificationError,
 } from '../providers/types';
+import { TemporalDeadlineError } from './deadline-calls';
 import {
   type EventStarter,
   type StartOutcome,
@@ -171,6 +179,7 @@ export function createReceiverApp(deps: ReceiverDeps): express.Express {
     };
     const unavailable = (err: Error, workflowIds?: string[]) => {
       res.setHeader('Retry-After', String(RETRY_AFTER_SECONDS));
+      deps.metrics.unavailable.inc({ provider: label, reason: unavailableReason(err) });
       return answer(
         'unavailable',
         503,
@@ -316,4 +325,17 @@ function stackFrames(err: unknown): string | undefined {
 function correlationIdOf(req: Request): string {
   const given = req.headers['x-request-id'];
   return typeof given === 'string' && /^[\w.:-]{1,100}$/.test(given) ? given : randomUUID();
+}
+
+/** Why a 503 was answered (src/metrics.ts): from the error the start or the store gave. */
+function unavailableReason(err: Error): UnavailableReason {
+  if (err instanceof ProviderUnavailableError) return 'store_down';
+  const cause = err.cause;
+  if (cause instanceof TemporalDeadlineError) return 'temporal_slow';
+  // gRPC status codes: 4 DEADLINE_EXCEEDED, 14 UNAVAILABLE.
+  if (isGrpcServiceError(cause)) {
+    if (cause.code === 4) return 'temporal_slow';
+    if (cause.code === 14) return 'temporal_down';
+  }
+  return 'temporal_refused';
 }

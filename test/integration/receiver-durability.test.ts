@@ -12,7 +12,7 @@ import { RETRY_AFTER_SECONDS } from '../../src/receiver/app';
 import { connectClient } from '../../src/temporal/client';
 import { type DevServer, startDevServer } from '../../src/temporal/dev-server';
 import { FakeTarget } from '../helpers/fake-target';
-import { post, sandboxRequest, startTestReceiver } from '../helpers/receiver';
+import { counterValue, metricsOf, post, sandboxRequest, startTestReceiver } from '../helpers/receiver';
 import { database, TEST_ENCRYPTION_KEY } from '../helpers/servers';
 import { testConfig, withWorker } from '../helpers/system';
 import { effectRows } from '../helpers/workflows';
@@ -52,6 +52,7 @@ describe('receiver: durable before 2xx (own dev server, stopped and restarted)',
 
     await server!.stop();
     server = undefined;
+    const before = await metricsOf(receiver);
     // Several deliveries while down, as senders retry: each gets its 503 in time, none a 2xx.
     for (let attempt = 0; attempt < 3; attempt++) {
       const delivery = sandboxRequest(config, {
@@ -66,6 +67,13 @@ describe('receiver: durable before 2xx (own dev server, stopped and restarted)',
       assert.deepEqual(await response.json(), { error: 'temporarily unavailable, retry later' });
       assert.ok(elapsed < LINE_DEADLINE_MS, `503 took ${Math.round(elapsed)} ms`);
     }
+    // Counted by why: Temporal unreachable or too slow to confirm, never the worker or the store.
+    const after = await metricsOf(receiver);
+    const moved = (reason: string) =>
+      counterValue(after, 'replyflow_webhook_unavailable_total', { provider: 'sandbox', reason }) -
+      counterValue(before, 'replyflow_webhook_unavailable_total', { provider: 'sandbox', reason });
+    assert.equal(moved('temporal_down') + moved('temporal_slow'), 3);
+    assert.equal(moved('temporal_refused') + moved('store_down'), 0);
     assert.deepEqual(await ready(), {
       status: 503,
       body: { status: 'unavailable', checks: { temporal: 'down', postgres: 'up', searchAttributes: 'down' } },
