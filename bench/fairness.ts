@@ -6,13 +6,11 @@
 // answered. Each of those is timed from its webhook to the target's receipt and compared with the
 // unloaded latency + 1 s (the issues' bound). Measured twice in one run, with Temporal's task queue
 // fairness off and on (src/receiver/start-event.ts gives each conversation its own fairness key).
-import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { System } from './chaos/system';
-import { Bench, message, spread } from './system';
+import { Bench, spread } from './system';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 
@@ -39,32 +37,21 @@ async function measure(fairness: boolean, single: number, concurrency: number): 
     const bench = new Bench(system);
     const unloaded = await bench.unloaded(10);
     const burst = spread('o', single, 1);
-    const sentAt = new Map<string, number>();
-    let flooding = true;
-    const others = (async () => {
-      while (flooding) {
-        const conversationId = `f${randomUUID().slice(0, 12)}`;
-        const { eventId, body } = message(conversationId);
-        sentAt.set(conversationId, Date.now());
-        const next = Date.now() + 1000;
-        await bench.deliver(eventId, body);
-        await sleep(Math.max(0, next - Date.now()));
-      }
-    })();
-    const floodBegan = Date.now();
-    const flood = await bench.flood(burst.ids, burst.messages, concurrency);
-    const ackedAt = floodBegan + (single / flood.acksPerSecond) * 1000;
-    flooding = false;
-    await others;
-    const replies = await bench.waitForReplies([...sentAt.keys()]);
-    const waited = [...replies].map(([id, at]) => ({ sent: sentAt.get(id)!, ms: at - sentAt.get(id)! }));
+    const {
+      result: flood,
+      waits,
+      duringAcks,
+    } = await bench.othersBeside(
+      bench.flood(burst.ids, burst.messages, concurrency),
+      (flood) => flood.ackedAt,
+    );
     const sorted = (list: { ms: number }[]) => list.map((w) => w.ms).sort((a, b) => a - b);
     return {
       fairness: fairness ? 'on' : 'off',
       unloadedP50: unloaded.p50,
-      others: sorted(waited),
-      duringAcks: sorted(waited.filter((w) => w.sent < ackedAt)),
-      afterAcks: sorted(waited.filter((w) => w.sent >= ackedAt)),
+      others: sorted(waits),
+      duringAcks: sorted(waits.filter(duringAcks)),
+      afterAcks: sorted(waits.filter((w) => !duringAcks(w))),
       burstS: flood.allRepliedS,
       acksPerSecond: flood.acksPerSecond,
     };

@@ -39,6 +39,16 @@ interface Options {
   /** Events over `wideConversations` conversations at once. */
   wide: number;
   wideConversations: number;
+  /** The share of the limit offered open loop for the 0-×-503 phases (500 into one conversation, the backlog). */
+  offeredRatio: number;
+  /** Events of the backlog the drain phase builds (over `drainConversations`), 0 to skip the phase. */
+  drain: number;
+  drainConversations: number;
+  /** The share of the limit offered while the backlog drains, and for how long. */
+  drainRatio: number;
+  drainSeconds: number;
+  /** How long `concurrency` senders deliver back to back while it drains. */
+  drainClosedSeconds: number;
   /** Raw starts per SQLite setting. */
   pragmaStarts: number;
   halfSeconds: number;
@@ -67,6 +77,12 @@ function options(): Options {
       single: { type: 'string', default: '1500' },
       wide: { type: 'string', default: '5000' },
       'wide-conversations': { type: 'string', default: '500' },
+      'offered-ratio': { type: 'string', default: '0.7' },
+      drain: { type: 'string', default: '5000' },
+      'drain-conversations': { type: 'string', default: '500' },
+      'drain-ratio': { type: 'string', default: '0.5' },
+      'drain-seconds': { type: 'string', default: '60' },
+      'drain-closed-seconds': { type: 'string', default: '15' },
       'pragma-starts': { type: 'string', default: '1000' },
       'half-seconds': { type: 'string', default: '60' },
       'target-seconds': { type: 'string', default: '60' },
@@ -98,6 +114,12 @@ function options(): Options {
     single: Number(values.single),
     wide: Number(values.wide),
     wideConversations: Number(values['wide-conversations']),
+    offeredRatio: Number(values['offered-ratio']),
+    drain: Number(values.drain),
+    drainConversations: Number(values['drain-conversations']),
+    drainRatio: Number(values['drain-ratio']),
+    drainSeconds: Number(values['drain-seconds']),
+    drainClosedSeconds: Number(values['drain-closed-seconds']),
     pragmaStarts: Number(values['pragma-starts']),
     halfSeconds: Number(values['half-seconds']),
     targetSeconds: Number(values['target-seconds']),
@@ -202,8 +224,58 @@ async function inLanes<T>(items: T[], limit: number, fn: (item: T) => Promise<vo
   );
 }
 
+/** Every answer senders got in one phase: statuses (each 503 retried, as providers retry) and latencies. */
+export class AckTally {
+  readonly latencies: number[] = [];
+  answers = 0;
+  unavailable = 0;
+  /** Deliveries answered 503 at least once. */
+  readonly refused = new Set<string>();
+  private readonly began = performance.now();
+  private endedAt?: number;
+
+  record(eventId: string, status: number, ms: number): void {
+    this.answers += 1;
+    this.latencies.push(ms);
+    if (status === 503) {
+      this.unavailable += 1;
+      this.refused.add(eventId);
+    }
+  }
+
+  end(): this {
+    this.endedAt ??= performance.now();
+    return this;
+  }
+
+  /** Acknowledgements (2xx and 4xx) a second over the phase. */
+  get perSecond(): number {
+    return (this.answers - this.unavailable) / (((this.endedAt ?? performance.now()) - this.began) / 1000);
+  }
+
+  /** `503 ×N (M deliveries), ack p50 … ms, p99 … ms`. */
+  toString(): string {
+    const sorted = [...this.latencies].sort((a, b) => a - b);
+    return `503 ×${this.unavailable} (${this.refused.size} deliveries), ack p50 ${fixed(percentile(sorted, 50))} ms, p99 ${fixed(percentile(sorted, 99))} ms`;
+  }
+}
+
 export class Bench {
+  private readonly tallies = new Set<AckTally>();
+
   constructor(private readonly system: System) {}
+
+  /** Counts every answer from now until `end()` (phases may overlap: each counts what it saw). */
+  tally(): AckTally {
+    const tally = new AckTally();
+    this.tallies.add(tally);
+    const end = tally.end.bind(tally);
+    tally.end = () => {
+      this.tallies.delete(tally);
+      return end();
+    };
+    return tally;
+  }
 
   private get receiver(): string {
     return this.system.receiverUrls[0]!;
@@ -212,15 +284,83 @@ export class Bench {
   /** Delivers one webhook until it is acknowledged (503 during a slow start is retried, as providers do). */
   async deliver(eventId: string, body: string): Promise<number> {
     for (;;) {
+      const sentAt = performance.now();
       const response = await fetch(`${this.receiver}/webhooks/sandbox`, {
         method: 'POST',
         headers: signStandardWebhook(SYSTEM_SECRET, eventId, body),
         body,
       });
       await response.arrayBuffer();
+      for (const tally of this.tallies) tally.record(eventId, response.status, performance.now() - sentAt);
       if (response.status !== 503) return response.status;
       await sleep(500);
     }
+  }
+
+  /** Delivers `messages` at `perSecond`, each when it is due whatever the answers before it (open loop). */
+  async offered(messages: { eventId: string; body: string }[], perSecond: number): Promise<AckTally> {
+    const tally = this.tally();
+    const began = Date.now();
+    const sends: Promise<number>[] = [];
+    for (const [i, { eventId, body }] of messages.entries()) {
+      const due = began + (i * 1000) / perSecond;
+      if (due > Date.now()) await sleep(due - Date.now());
+      sends.push(this.deliver(eventId, body));
+    }
+    await Promise.all(sends);
+    return tally.end();
+  }
+
+  /** New conversations, `lanes` deliveries at a time (closed loop), for `seconds`: their ids and the acks. */
+  async closedLoop(lanes: number, seconds: number): Promise<{ ids: string[]; acks: AckTally }> {
+    const tally = this.tally();
+    const ids: string[] = [];
+    const until = Date.now() + seconds * 1000;
+    await Promise.all(
+      Array.from({ length: lanes }, async () => {
+        while (Date.now() < until) {
+          const conversationId = `c${randomUUID().slice(0, 12)}`;
+          ids.push(conversationId);
+          const { eventId, body } = message(conversationId);
+          await this.deliver(eventId, body);
+        }
+      }),
+    );
+    return { ids, acks: tally.end() };
+  }
+
+  /**
+   * While `busy` runs, one message a second, each into a conversation of its own: how long each
+   * waited from its webhook to the target's receipt, and whether it was sent before `ackedAt()`.
+   */
+  async othersBeside<T>(
+    busy: Promise<T>,
+    ackedAt: (result: T) => number,
+  ): Promise<{
+    result: T;
+    waits: { sent: number; ms: number }[];
+    duringAcks: (w: { sent: number }) => boolean;
+  }> {
+    const sentAt = new Map<string, number>();
+    let running = true;
+    const others = (async () => {
+      while (running) {
+        const conversationId = `f${randomUUID().slice(0, 12)}`;
+        const { eventId, body } = message(conversationId);
+        sentAt.set(conversationId, Date.now());
+        const next = Date.now() + 1000;
+        await this.deliver(eventId, body);
+        await sleep(Math.max(0, next - Date.now()));
+      }
+    })();
+    const result = await busy.finally(() => {
+      running = false;
+    });
+    await others;
+    const replies = await this.waitForReplies([...sentAt.keys()]);
+    const waits = [...replies].map(([id, at]) => ({ sent: sentAt.get(id)!, ms: at - sentAt.get(id)! }));
+    const acked = ackedAt(result);
+    return { result, waits, duringAcks: (w) => w.sent < acked };
   }
 
   /** When the target received each conversation's reply (PostgreSQL's clock, same machine). */
@@ -252,12 +392,21 @@ export class Bench {
     ids: string[],
     messages: { eventId: string; body: string }[],
     lanes: number,
-  ): Promise<{ firstReplyS: number; allRepliedS: number; repliesPerSecond: number; acksPerSecond: number }> {
+  ): Promise<{
+    firstReplyS: number;
+    allRepliedS: number;
+    repliesPerSecond: number;
+    acksPerSecond: number;
+    ackedAt: number;
+    acks: AckTally;
+  }> {
+    const tally = this.tally();
     const began = Date.now();
     await inLanes(messages, lanes, async ({ eventId, body }) => {
       await this.deliver(eventId, body);
     });
     const acked = Date.now();
+    tally.end();
     const deadline = Date.now() + 30 * 60_000;
     let got = await this.replyCount(ids);
     while (got.n < messages.length) {
@@ -270,6 +419,8 @@ export class Bench {
       allRepliedS: (got.last! - began) / 1000,
       repliesPerSecond: messages.length / Math.max((got.last! - got.first!) / 1000, 0.001),
       acksPerSecond: messages.length / ((acked - began) / 1000),
+      ackedAt: acked,
+      acks: tally,
     };
   }
 
@@ -575,6 +726,8 @@ async function measure(
     console.log(`[${server}] what an event costs Temporal, per path (3 events each)…`);
     costs = await bench.costPerPath(3);
 
+    await ackPhases(bench, opts, limit.perSecond, rows, server);
+
     console.log(
       `end-to-end, maximum: a burst of ${opts.burst} events over ${opts.conversations} conversations…`,
     );
@@ -585,7 +738,7 @@ async function measure(
     const completedPerSecond = opts.burst / burst.allRepliedS;
     rows.push([
       `end-to-end throughput, maximum (${opts.burst} over ${opts.conversations} conversations)`,
-      `${fixed(completedPerSecond, 1)} events/s (acks ${fixed(burst.acksPerSecond)} /s; from the first reply to the last ${fixed(burst.repliesPerSecond, 1)} /s)`,
+      `${fixed(completedPerSecond, 1)} events/s (acks ${fixed(burst.acksPerSecond)} /s, ${burst.acks}; from the first reply to the last ${fixed(burst.repliesPerSecond, 1)} /s)`,
       fixed(completedPerSecond / limit.perSecond, 3),
     ]);
     rows.push(['CPU ms per event (burst)', burstCpu, '']);
@@ -641,10 +794,29 @@ async function measure(
     if (opts.single > 0) {
       console.log(`[${server}] a burst of ${opts.single} events into one conversation…`);
       const one = spread('o', opts.single, 1);
-      const single = await bench.flood(one.ids, one.messages, opts.concurrency);
+      // Beside it, one message a second into conversations of their own: fair shares (issue bound:
+      // each first reply within the unloaded latency + 1 s).
+      const {
+        result: single,
+        waits,
+        duringAcks,
+      } = await bench.othersBeside(
+        bench.flood(one.ids, one.messages, opts.concurrency),
+        (flood) => flood.ackedAt,
+      );
       rows.push([
         `burst of ${opts.single} into one conversation: first reply / all replied`,
-        `${fixed(single.firstReplyS, 1)} s / ${fixed(single.allRepliedS, 1)} s, ${fixed(single.repliesPerSecond, 1)} replies/s (acks ${fixed(single.acksPerSecond)} /s)`,
+        `${fixed(single.firstReplyS, 1)} s / ${fixed(single.allRepliedS, 1)} s, ${fixed(single.repliesPerSecond, 1)} replies/s (acks ${fixed(single.acksPerSecond)} /s, ${single.acks})`,
+        '',
+      ]);
+      const bound = unloaded.p50 + 1000;
+      const part = (list: { ms: number }[]) => {
+        const ms = list.map((w) => w.ms).sort((a, b) => a - b);
+        return `${ms.filter((m) => m <= bound).length} of ${ms.length} within, p50 ${fixed(percentile(ms, 50))} ms, p99 ${fixed(percentile(ms, 99))} ms, max ${fixed(ms.at(-1) ?? Number.NaN)} ms`;
+      };
+      rows.push([
+        `beside it, one message a second elsewhere: first replies within unloaded p50 + 1 s (${fixed(bound)} ms)`,
+        `${part(waits)}; sent while the burst was acked: ${part(waits.filter(duringAcks))}`,
         '',
       ]);
     }
@@ -655,7 +827,7 @@ async function measure(
       const wide = await bench.flood(many.ids, many.messages, opts.concurrency);
       rows.push([
         `burst of ${opts.wide} over ${opts.wideConversations} conversations: first reply / all replied`,
-        `${fixed(wide.firstReplyS, 1)} s / ${fixed(wide.allRepliedS, 1)} s, ${fixed(opts.wide / wide.allRepliedS, 1)} events/s (acks ${fixed(wide.acksPerSecond)} /s)`,
+        `${fixed(wide.firstReplyS, 1)} s / ${fixed(wide.allRepliedS, 1)} s, ${fixed(opts.wide / wide.allRepliedS, 1)} events/s (acks ${fixed(wide.acksPerSecond)} /s, ${wide.acks})`,
         fixed(opts.wide / wide.allRepliedS / limit.perSecond, 3),
       ]);
       rows.push(['CPU ms per event (wide burst)', cpuPerEvent(cpu, opts.wide), '']);
@@ -676,6 +848,75 @@ async function measure(
     system.remove();
   }
   return { rows, costs };
+}
+
+/**
+ * Acks first: the sender's view while the worker has work. At `offeredRatio`× the limit, open loop,
+ * 500 events into one conversation and then `drain` over `drainConversations` (the backlog: more
+ * than the worker answers in the meantime); while that backlog drains, `drainRatio`× for
+ * `drainSeconds` and then `concurrency` senders back to back for `drainClosedSeconds`.
+ */
+async function ackPhases(
+  bench: Bench,
+  opts: Options,
+  limit: number,
+  rows: Row[],
+  server: TemporalServerKind,
+): Promise<void> {
+  const offered = limit * opts.offeredRatio;
+  console.log(
+    `[${server}] acks at ${opts.offeredRatio}× the limit (${fixed(offered)}/s): 500 into one conversation…`,
+  );
+  const one = spread('a', 500, 1);
+  const oneAcks = await bench.offered(one.messages, offered);
+  rows.push([
+    `acks at ${opts.offeredRatio}× the limit, open loop: 500 into one conversation`,
+    `${fixed(offered)}/s offered: ${oneAcks}`,
+    fixed(opts.offeredRatio, 2),
+  ]);
+  await bench.waitForReplies(one.ids);
+  if (opts.drain <= 0) return;
+
+  console.log(
+    `[${server}] acks at ${opts.offeredRatio}×: a backlog of ${opts.drain} over ${opts.drainConversations} conversations…`,
+  );
+  const began = Date.now();
+  const backlog = spread('d', opts.drain, opts.drainConversations);
+  const backlogAcks = await bench.offered(backlog.messages, offered);
+  rows.push([
+    `acks at ${opts.offeredRatio}× the limit, open loop: ${opts.drain} over ${opts.drainConversations} conversations (the backlog)`,
+    `${fixed(offered)}/s offered: ${backlogAcks}`,
+    fixed(opts.offeredRatio, 2),
+  ]);
+  const left = async () => opts.drain - (await bench.replyCount(backlog.ids)).n;
+
+  const during = limit * opts.drainRatio;
+  console.log(`[${server}] while it drains: ${fixed(during)}/s for ${opts.drainSeconds} s…`);
+  const steady = spread('e', Math.round(during * opts.drainSeconds), Math.round(during * opts.drainSeconds));
+  const steadyAcks = await bench.offered(steady.messages, during);
+  rows.push([
+    `acks at ${opts.drainRatio}× the limit for ${opts.drainSeconds} s while the backlog drains`,
+    `${fixed(during)}/s offered: ${steadyAcks} (backlog left at the end: ${await left()})`,
+    fixed(opts.drainRatio, 2),
+  ]);
+
+  console.log(
+    `[${server}] while it drains: ${opts.concurrency} senders back to back for ${opts.drainClosedSeconds} s…`,
+  );
+  const closed = await bench.closedLoop(opts.concurrency, opts.drainClosedSeconds);
+  rows.push([
+    `acks while the backlog drains, ${opts.concurrency} senders back to back for ${opts.drainClosedSeconds} s`,
+    `${fixed(closed.acks.perSecond)} /s: ${closed.acks} (backlog left at the end: ${await left()})`,
+    fixed(closed.acks.perSecond / limit, 3),
+  ]);
+
+  await bench.waitForReplies([...backlog.ids, ...steady.ids, ...closed.ids]);
+  const total = opts.drain + steady.messages.length + closed.ids.length;
+  rows.push([
+    `the backlog and everything offered beside it answered (${total} events)`,
+    `in ${fixed((Date.now() - began) / 1000, 1)} s`,
+    '',
+  ]);
 }
 
 /** What one event costs Temporal on `server`, per path, from the runs' own histories. */
