@@ -47,6 +47,8 @@ export interface HeldItem {
 /** A 503 answer and the disruption it fell in, if any. */
 export interface UnavailableAnswer {
   atMs: number;
+  /** Which process answered: `replyflow start N` or `receiver N`. */
+  receiver: string;
   explanation?: string;
   /** The kind of that disruption. */
   during?: Disruption['kind'];
@@ -274,8 +276,13 @@ export async function reconcileRun(input: {
 
   return {
     server: system.cluster ? 'cluster' : 'dev-server',
-    unavailable: sender.unavailableAt.map((at) => ({
+    unavailable: sender.unavailable.map(({ at, receiver }) => ({
       atMs: at - startAt,
+      // The receiver URLs list the `replyflow start` processes first.
+      receiver:
+        receiver < system.combined.length
+          ? `replyflow start ${receiver}`
+          : `receiver ${receiver - system.combined.length}`,
       ...explainUnavailable(at - startAt, injector, graceMs),
     })),
     transportFailures: {
@@ -366,16 +373,19 @@ function disruptionWindows(
 }
 
 /**
- * The disruption a 503 at `atMs` fell in (with its grace period), or nothing when none. A
- * `replyflow start` down is one like Temporal's: its receiver comes back while its own worker and
- * connections warm up, and the other receivers share the machine with its restart.
+ * The disruption a 503 at `atMs` fell in (with its grace period), the one that began last when they
+ * overlap, or nothing when none. A `replyflow start` down is one like Temporal's: its receiver comes
+ * back while its own worker and connections warm up, and the other receivers share the machine with
+ * its restart.
  */
 export function explainUnavailable(
   atMs: number,
   injector: InjectorAction[],
   graceMs: number,
 ): Pick<UnavailableAnswer, 'explanation' | 'during'> {
-  const window = disruptionWindows(injector).find((w) => atMs >= w.from && atMs <= w.to + graceMs);
+  const window = disruptionWindows(injector)
+    .reverse()
+    .find((w) => atMs >= w.from && atMs <= w.to + graceMs);
   return window
     ? { explanation: `${window.what}; settled by ${seconds(window.to)}`, during: window.kind }
     : {};
@@ -540,6 +550,8 @@ export function formatReport(report: ChaosReport, title: string): string {
     .sort((a, b) => b[1] - a[1])
     .map(([a, n]) => `${a}×${n}`)
     .join(', ');
+  const inside = report.unavailable.filter((u) => u.during);
+  const outside = report.unavailable.filter((u) => !u.during);
   const rows: [string, string][] = [
     ['events sent by the senders (distinct event ids)', String(report.sent)],
     ['events acked (2xx at least once)', String(report.acked)],
@@ -549,16 +561,17 @@ export function formatReport(report: ChaosReport, title: string): string {
     ['effects held', String(report.effects.held ?? 0)],
     ['effects failed', String(report.effects.failed ?? 0)],
     ...mustBeZero(report).map(([name, n]): [string, string] => [`${name} (must be 0)`, String(n)]),
-    ['503 answers inside a disruption', unavailableInside(report)],
+    ['503 answers inside a disruption (by disruption)', countBy(inside, (u) => DISRUPTION_LABEL[u.during!])],
     ...(report.server === 'cluster'
       ? []
       : ([
-          [
-            '503 answers outside a disruption (on a cluster: must be 0)',
-            String(report.unavailable.filter((u) => !u.explanation).length),
-          ],
+          ['503 answers outside a disruption (on a cluster: must be 0)', countBy(outside, (u) => u.receiver)],
         ] as [string, string][])),
     ...combinedRows(report),
+    [
+      'restarts that exited while starting, started again',
+      countBy(report.failedStarts, (f) => (f.role === 'start' ? 'replyflow start' : 'worker')),
+    ],
     ['replyflow reconcile', report.replyflowReconcileConsistent ? 'consistent' : 'INCONSISTENT'],
   ];
   const width = Math.max(...rows.map(([name]) => name.length));
@@ -580,9 +593,10 @@ export function formatReport(report: ChaosReport, title: string): string {
     ...report.crashes.map((c) => `${c.role} ${c.slot} (pid ${c.pid}) exited ${c.code}:\n${c.logTail}`),
     ...report.failed.map((f) => `failed: ${f.businessKey} (${f.lastError})`),
     ...report.notAcked.map((n) => `not acked: ${n.eventId} (${n.why})`),
-    ...report.unavailable
-      .filter((u) => !u.explanation)
-      .map((u) => `503 at ${seconds(u.atMs)}, outside every disruption`),
+    ...bursts(outside).map(
+      (b) =>
+        `503 × ${b.length} outside every disruption at ${seconds(b[0]!.atMs)}–${seconds(b.at(-1)!.atMs)} (${countBy(b, (u) => u.receiver)})`,
+    ),
     ...report.faultsNotTaken.map((f) => `fault ${f.fault} on ${f.conversationId} was never taken`),
     ...report.failedStarts.map(
       (f) =>
@@ -598,20 +612,31 @@ export function formatReport(report: ChaosReport, title: string): string {
   return lines.join('\n');
 }
 
-/** The 503s inside disruptions, in all and by kind of disruption. */
-function unavailableInside(report: ChaosReport): string {
-  const inside = report.unavailable.filter((u) => u.during);
-  const label: Record<Disruption['kind'], string> = {
-    'restart-temporal': 'Temporal restart',
-    'kill-temporal-node': 'Temporal node kill',
-    'restart-temporal-node': 'Temporal node restart',
-    'restart-postgres': 'PostgreSQL restart',
-    'kill-combined': 'replyflow start down',
-  };
+const DISRUPTION_LABEL: Record<Disruption['kind'], string> = {
+  'restart-temporal': 'Temporal restart',
+  'kill-temporal-node': 'Temporal node kill',
+  'restart-temporal-node': 'Temporal node restart',
+  'restart-postgres': 'PostgreSQL restart',
+  'kill-combined': 'replyflow start down',
+};
+
+/** `n (a 3, b 2)`: how many, and how many of each label. */
+function countBy<T>(items: T[], label: (item: T) => string): string {
   const counts = new Map<string, number>();
-  for (const u of inside) counts.set(label[u.during!], (counts.get(label[u.during!]) ?? 0) + 1);
-  const byKind = [...counts].map(([kind, n]) => `${kind} ${n}`).join(', ');
-  return byKind ? `${inside.length} (${byKind})` : '0';
+  for (const item of items) counts.set(label(item), (counts.get(label(item)) ?? 0) + 1);
+  const parts = [...counts].map(([name, n]) => `${name}: ${n}`).join(', ');
+  return parts ? `${items.length} (${parts})` : '0';
+}
+
+/** Answers in runs with less than a second between neighbours, so that a burst is one line. */
+function bursts(answers: UnavailableAnswer[]): UnavailableAnswer[][] {
+  const runs: UnavailableAnswer[][] = [];
+  for (const answer of [...answers].sort((a, b) => a.atMs - b.atMs)) {
+    const last = runs.at(-1);
+    if (last && answer.atMs - last.at(-1)!.atMs < 1000) last.push(answer);
+    else runs.push([answer]);
+  }
+  return runs;
 }
 
 /** The kills of `replyflow start` processes, what they cut off, and the deliveries they refused. */

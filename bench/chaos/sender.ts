@@ -37,8 +37,11 @@ export interface SenderReport {
   deliveries: number;
   requests: number;
   elapsedMs: number;
-  /** When each 503 answer came (epoch ms): a receiver may say so only while Temporal or PostgreSQL is disrupted. */
-  unavailableAt: number[];
+  /**
+   * When each 503 answer came (epoch ms) and from which receiver (an index into the receiver URLs): a
+   * receiver may say so only while Temporal or PostgreSQL is disrupted.
+   */
+  unavailable: { at: number; receiver: number }[];
   /** When each request failed without an answer (epoch ms): refused, reset or timed out. */
   failedAt: number[];
 }
@@ -57,7 +60,7 @@ async function runJob(job: SenderJob, progress: (done: number) => void): Promise
   };
   let requests = 0;
   let done = 0;
-  const unavailableAt: number[] = [];
+  const unavailable: SenderReport['unavailable'] = [];
   const failedAt: number[] = [];
 
   async function deliver(delivery: Delivery): Promise<void> {
@@ -77,7 +80,7 @@ async function runJob(job: SenderJob, progress: (done: number) => void): Promise
         });
         await response.arrayBuffer();
         outcome = String(response.status);
-        if (response.status === 503) unavailableAt.push(Date.now());
+        if (response.status === 503) unavailable.push({ at: Date.now(), receiver: delivery.receiver });
         const retryAfter = Number(response.headers.get('retry-after'));
         if (retryAfter > 0) retryAfterMs = retryAfter * 1000;
       } catch (err) {
@@ -136,7 +139,7 @@ async function runJob(job: SenderJob, progress: (done: number) => void): Promise
     deliveries: job.deliveries.length,
     requests,
     elapsedMs: Date.now() - began,
-    unavailableAt,
+    unavailable,
     failedAt,
   };
 }

@@ -57,6 +57,12 @@ describe('chaos report: a SIGKILLed replyflow start', () => {
     assert.deepEqual(explainUnavailable(16_001 + GRACE_MS, [killed], GRACE_MS), {});
   });
 
+  it('puts a 503 in overlapping disruptions down to the one that began last', () => {
+    const temporal: InjectorAction = { kind: 'restart-temporal', atMs: 14_000, upAtMs: 15_000 };
+    assert.equal(explainUnavailable(12_000, [killed, temporal], GRACE_MS).during, 'kill-combined');
+    assert.equal(explainUnavailable(14_500, [killed, temporal], GRACE_MS).during, 'restart-temporal');
+  });
+
   it('passes when every eager task it had in flight was taken over and settled', () => {
     assert.equal(passed(clean), true);
   });
