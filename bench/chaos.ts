@@ -55,9 +55,8 @@ function options(): ChaosOptions {
       'npm run chaos -- [--events N] [--dup N] [--same-message SHARE] [--rate PER_S] [--later-max 120s]\n' +
         '  [--receivers N] [--workers N] [--combined N] [--combined-kills N] [--send-timeout 10s]\n' +
         '  [--start-deadline 1500ms] [--faults-per-kind N] [--inflight-kills N] [--kill-every 20s|0s]\n' +
-        '  [--server dev-server|cluster]\n' +
-        '  [--temporal-fault restart|kill-node|rolling-restart|none]' +
-        ' [--no-temporal-restart] [--no-postgres-restart] [--down 3000ms] [--disrupt-at 20s]\n' +
+        '  [--server dev-server|cluster] [--temporal-fault restart|kill-node|rolling-restart|none]\n' +
+        '  [--no-temporal-restart] [--no-postgres-restart] [--down 3000ms] [--disrupt-at 20s]\n' +
         '  [--quiet-timeout 20m] [--seed N] [--keep]\n\n' +
         `Processes: --receivers receivers (default ${d.receivers}), --workers workers (${d.workers}) and --combined\n` +
         `\`replyflow start\` processes (${d.combined}: receiver and worker in one, eager starts). --kill-every: the\n` +

@@ -1,12 +1,14 @@
 // The fault injector of the chaos run. It arms the sandbox target's faults on chosen conversations,
 // SIGKILLs workers and `replyflow start` processes at random moments and while a send is in flight
-// (committed at the target, not yet recorded), SIGKILLs each `replyflow start` while a workflow task it
-// started eagerly is in flight (and starts it again on its port), breaks Temporal once (restarts the dev server; on a cluster SIGKILLs a node or restarts
+// (committed at the target, not yet recorded), SIGKILLs each `replyflow start` while a workflow task
+// it started eagerly is in flight, and starts each killed process again (a `replyflow start` on its
+// port); it breaks Temporal once (restarts the dev server; on a cluster SIGKILLs a node or restarts
 // both one after the other) and restarts PostgreSQL once, and logs every action with its time and
 // conversation, so that each held item and each 503 can be traced back to what caused it. On a
 // cluster it also logs every move of history shards between nodes, read from Temporal's database.
-// Restarts and kills are timed by how much of the work has settled, not by the clock, so that they
-// land while the system is busy however fast this machine is.
+// Restarts and random kills are timed by how much of the work has settled, not by the clock, so that
+// they land while the system is busy however fast this machine is; the kills aimed at eager starts
+// follow the plan's first deliveries to the `replyflow start`.
 import type { SandboxFault } from '../../src/sandbox/api';
 import type { Plan, PlannedConversation, Random } from './plan';
 import type { RestartableRole, RoleProcess, System } from './system';

@@ -101,7 +101,7 @@ export interface ChaosReport {
   faultsNotTaken: { conversationId: string; fault: string }[];
   held: HeldItem[];
   unavailable: UnavailableAnswer[];
-  /** Requests that got no answer (refused, reset, timed out), and how many while a `replyflow start` was down. */
+  /** Requests that got no answer (refused, reset, timed out); of them, while a `replyflow start` was down. */
   transportFailures: { total: number; whileCombinedDown: number };
   eagerTakeovers: EagerTakeover[];
   failed: { businessKey: string; lastError: string | null }[];
@@ -446,7 +446,8 @@ async function cutOffTask(
     const started = event.workflowTaskStartedEventAttributes;
     if (started) {
       if (started.identity?.startsWith(`${killedPid}@`)) onKilled.add(Number(event.eventId));
-      else if (onKilled.size === 0) return undefined; // its first task ran elsewhere: not started eagerly there
+      // Its first task ran elsewhere: it was not started eagerly there.
+      else if (onKilled.size === 0) return undefined;
     }
     const timedOut = event.workflowTaskTimedOutEventAttributes;
     if (timedOut && onKilled.has(Number(timedOut.startedEventId))) cutOff = true;
