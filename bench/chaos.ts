@@ -1,9 +1,10 @@
 // `npm run chaos`: fault injection at scale. Starts the whole system (embedded PostgreSQL, a Temporal
 // dev server on SQLite or with `--server cluster` two nodes of Temporal's own server on the
-// PostgreSQL, receivers and workers as processes), delivers signed sandbox webhooks with duplicates
-// from a separate process while workers are SIGKILLed, the target misbehaves and Temporal (on a
-// cluster: a node, or both in turn) and PostgreSQL restart, then prints one table. Exits 1 when a
-// must-be-0 row is not 0.
+// PostgreSQL, a receiver, workers and a `replyflow start` as processes), delivers signed sandbox
+// webhooks with duplicates from a separate process while workers and the `replyflow start` are
+// SIGKILLed (it also while a workflow task it started eagerly is in flight), the target misbehaves
+// and Temporal (on a cluster: a node, or both in turn) and PostgreSQL restart, then prints one table.
+// Exits 1 when a must-be-0 row is not 0.
 //   npm run chaos -- --events 200 --dup 3 --seed 42
 //   npm run chaos -- --server cluster --temporal-fault rolling-restart
 import { parseArgs } from 'node:util';
@@ -30,6 +31,7 @@ function options(): ChaosOptions {
       'later-max': { type: 'string', default: `${d.laterMaxMs / 1000}s` },
       receivers: { type: 'string', default: String(d.receivers) },
       combined: { type: 'string', default: String(d.combined) },
+      'combined-kills': { type: 'string', default: String(d.combinedKills) },
       workers: { type: 'string', default: String(d.workers) },
       'send-timeout': { type: 'string', default: d.sendTimeout },
       'start-deadline': { type: 'string', default: `${d.startDeadlineMs}ms` },
@@ -51,11 +53,17 @@ function options(): ChaosOptions {
   if (values.help) {
     console.log(
       'npm run chaos -- [--events N] [--dup N] [--same-message SHARE] [--rate PER_S] [--later-max 120s]\n' +
-        '  [--receivers N] [--workers N] [--combined N] [--send-timeout 10s] [--start-deadline 1500ms] [--faults-per-kind N]\n' +
-        '  [--inflight-kills N] [--kill-every 20s|0s] [--server dev-server|cluster]\n' +
-        '  [--temporal-fault restart|kill-node|rolling-restart|none]' +
-        ' [--no-temporal-restart] [--no-postgres-restart] [--down 3000ms] [--disrupt-at 20s]\n' +
-        '  [--quiet-timeout 20m] [--seed N] [--keep]',
+        '  [--receivers N] [--workers N] [--combined N] [--combined-kills N] [--send-timeout 10s]\n' +
+        '  [--start-deadline 1500ms] [--faults-per-kind N] [--inflight-kills N] [--kill-every 20s|0s]\n' +
+        '  [--server dev-server|cluster] [--temporal-fault restart|kill-node|rolling-restart|none]\n' +
+        '  [--no-temporal-restart] [--no-postgres-restart] [--down 3000ms] [--disrupt-at 20s]\n' +
+        '  [--quiet-timeout 20m] [--seed N] [--keep]\n\n' +
+        `Processes: --receivers receivers (default ${d.receivers}), --workers workers (${d.workers}) and --combined\n` +
+        `\`replyflow start\` processes (${d.combined}: receiver and worker in one, eager starts). --kill-every: the\n` +
+        'mean time between SIGKILLs of a random worker or `replyflow start`; --inflight-kills: SIGKILLs of\n' +
+        'the process whose send is in flight; --combined-kills: SIGKILLs of a `replyflow start` while a\n' +
+        `workflow task it started eagerly is in flight (${d.combinedKills}, spread over the first deliveries). Each\n` +
+        'killed process is started again (a `replyflow start` on its port); senders retry to the same URL.',
     );
     process.exit(0);
   }
@@ -90,6 +98,7 @@ function options(): ChaosOptions {
     receivers: count('receivers', values.receivers, 1),
     workers: count('workers', values.workers, 2),
     combined: count('combined', values.combined, 0),
+    combinedKills: count('combined-kills', values['combined-kills'], 0),
     sendTimeout: values['send-timeout'],
     startDeadlineMs: duration('start-deadline', values['start-deadline']),
     faultsPerKind: count('faults-per-kind', values['faults-per-kind'], 0),

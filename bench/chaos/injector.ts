@@ -1,14 +1,17 @@
 // The fault injector of the chaos run. It arms the sandbox target's faults on chosen conversations,
-// SIGKILLs workers at random moments and while a send is in flight (committed at the target, not yet
-// recorded), breaks Temporal once (restarts the dev server; on a cluster SIGKILLs a node or restarts
+// SIGKILLs workers and `replyflow start` processes at random moments and while a send is in flight
+// (committed at the target, not yet recorded), SIGKILLs each `replyflow start` while a workflow task
+// it started eagerly is in flight, and starts each killed process again (a `replyflow start` on its
+// port); it breaks Temporal once (restarts the dev server; on a cluster SIGKILLs a node or restarts
 // both one after the other) and restarts PostgreSQL once, and logs every action with its time and
 // conversation, so that each held item and each 503 can be traced back to what caused it. On a
 // cluster it also logs every move of history shards between nodes, read from Temporal's database.
-// Restarts and kills are timed by how much of the work has settled, not by the clock, so that they
-// land while the system is busy however fast this machine is.
+// Restarts and random kills are timed by how much of the work has settled, not by the clock, so that
+// they land while the system is busy however fast this machine is; the kills aimed at eager starts
+// follow the plan's first deliveries to the `replyflow start`.
 import type { SandboxFault } from '../../src/sandbox/api';
-import type { PlannedConversation, Random } from './plan';
-import type { System } from './system';
+import type { Plan, PlannedConversation, Random } from './plan';
+import type { RestartableRole, RoleProcess, System } from './system';
 
 export type InjectorAction =
   | { kind: 'arm-fault'; atMs: number; conversationId: string; fault: SandboxFault }
@@ -23,6 +26,24 @@ export type InjectorAction =
     }
   | { kind: 'in-flight-missed'; atMs: number; conversationId: string; why: string }
   | { kind: 'worker-started'; atMs: number; slot: number; pid: number }
+  /**
+   * A `replyflow start` (receiver and worker in one) SIGKILLed at `atMs` and serving again on the
+   * same port at `upAtMs`: a disruption for the deliveries sent to it. `eagerWorkflowId`: the
+   * workflow it had started eagerly whose task was in flight on it when it was aimed at;
+   * `conversationId`: the conversation whose committed send was in flight on it.
+   */
+  | {
+      kind: 'kill-combined';
+      atMs: number;
+      upAtMs: number;
+      slot: number;
+      pid: number;
+      newPid: number;
+      eagerWorkflowId?: string;
+      conversationId?: string;
+      effectId?: string;
+    }
+  | { kind: 'eager-kill-missed'; atMs: number; slot: number; why: string }
   | { kind: 'restart-temporal' | 'restart-postgres'; atMs: number; upAtMs: number }
   /** SIGKILLed, started again once the other node owned every shard; up when it owns shards again. */
   | { kind: 'kill-temporal-node'; atMs: number; node: number; pid: number; upAtMs: number }
@@ -42,8 +63,13 @@ export interface InjectorOptions {
   faultsPerKind: number;
   /** Sends killed in flight (a `slow` send whose reply the target has committed). */
   inflightKills: number;
-  /** Mean time between random worker kills; 0 for none. */
+  /** Mean time between random kills of a worker or a `replyflow start`; 0 for none. */
   killEveryMs: number;
+  /**
+   * SIGKILLs of the `replyflow start` processes (taking turns) while a workflow task one started
+   * eagerly is in flight on it, spread over the first deliveries.
+   */
+  combinedKills: number;
   temporalFault: TemporalFault;
   restartPostgres: boolean;
   /**
@@ -110,9 +136,13 @@ export class Injector {
     return Date.now() < this.deadline;
   }
 
-  /** Schedules every action: faults by the plan's clock, restarts and kills by the work settled. */
-  start(conversations: PlannedConversation[], messages: number): void {
-    this.observers.push(this.trackProgress(messages));
+  /**
+   * Schedules every action: faults and the kills aimed at eager starts by the plan's clock, restarts
+   * and random kills by the work settled.
+   */
+  start(plan: Plan): void {
+    const conversations = plan.conversations;
+    this.observers.push(this.trackProgress(plan.events.filter((e) => !e.secondId).length));
     if (this.system.cluster) this.observers.push(this.watchShards());
     const free = [...conversations].sort(() => this.random() - 0.5);
     const take = (flavourIndex: number) => {
@@ -134,6 +164,11 @@ export class Injector {
     }
     this.schedule(this.restarts());
     if (this.options.killEveryMs > 0) this.schedule(this.randomKills());
+    const combined = this.system.combined.length;
+    for (let i = 0; combined > 0 && i < this.options.combinedKills; i++) {
+      const fromMs = (plan.sendWindowMs * (i + 1)) / (this.options.combinedKills + 1);
+      this.schedule(this.killWithEagerTask(i % combined, fromMs, plan));
+    }
   }
 
   private schedule(action: Promise<void>): void {
@@ -191,10 +226,47 @@ export class Injector {
     return run;
   }
 
-  private async restartWorker(slot: number): Promise<void> {
+  /**
+   * SIGKILLs a worker or a `replyflow start` and starts it again a second later (a `replyflow start`
+   * on the same port), and logs what it killed and what the kill aimed at; call it inside `withWorkers`.
+   */
+  private async killAndRestart(
+    proc: RoleProcess,
+    aim: Pick<
+      Extract<InjectorAction, { kind: 'kill-combined' }>,
+      'eagerWorkflowId' | 'conversationId' | 'effectId'
+    > = {},
+  ): Promise<void> {
+    const role: RestartableRole = proc.role === 'start' ? 'start' : 'worker';
+    await this.system.kill(proc);
+    const atMs = this.now();
+    const { slot, pid } = proc;
+    if (role === 'worker')
+      this.log.push(
+        aim.conversationId && aim.effectId
+          ? {
+              kind: 'kill-in-flight',
+              atMs,
+              slot,
+              pid,
+              conversationId: aim.conversationId,
+              effectId: aim.effectId,
+            }
+          : { kind: 'kill-worker', atMs, slot, pid },
+      );
     await sleep(1000);
-    const proc = await this.system.startWorker(slot);
-    this.log.push({ kind: 'worker-started', atMs: this.now(), slot, pid: proc.pid });
+    const fresh = await this.system.restart(role, slot);
+    if (role === 'worker') this.log.push({ kind: 'worker-started', atMs: this.now(), slot, pid: fresh.pid });
+    else
+      this.log.push({
+        kind: 'kill-combined',
+        atMs,
+        upAtMs: this.now(),
+        slot,
+        pid,
+        newPid: fresh.pid,
+        ...aim,
+      });
   }
 
   private async randomKills(): Promise<void> {
@@ -202,18 +274,69 @@ export class Injector {
       const gap = this.options.killEveryMs * (0.5 + this.random());
       if (!(await this.atTime(this.now() + gap)) || this.settled >= KILLS_END_AT) return;
       await this.withWorkers(async () => {
-        const slot = Math.floor(this.random() * this.system.workers.length);
-        const proc = await this.system.killWorker(slot);
-        this.log.push({ kind: 'kill-worker', atMs: this.now(), slot, pid: proc.pid });
-        await this.restartWorker(slot);
+        // Every process that runs workflows is a target: the workers and each `replyflow start`.
+        const runners = [...this.system.workers, ...this.system.combined];
+        await this.killAndRestart(runners[Math.floor(this.random() * runners.length)]!);
       });
     }
   }
 
   /**
+   * From `fromMs` on, takes each event whose first delivery goes to the `replyflow start` in `slot`,
+   * and once its workflow's first task, started there eagerly, is in flight on that process, SIGKILLs
+   * it: that task must be taken over after Temporal's workflow task timeout, by the process started
+   * again or by a worker. Gives up when the first deliveries (second ids included) end with none seen.
+   */
+  private async killWithEagerTask(slot: number, fromMs: number, plan: Plan): Promise<void> {
+    const firstTo = new Map<string, { atMs: number; receiver: number }>();
+    for (const d of plan.deliveries) if (!firstTo.has(d.eventId)) firstTo.set(d.eventId, d);
+    const candidates = [...firstTo].filter(([, d]) => d.receiver === slot && d.atMs >= fromMs);
+    for (const [eventId, first] of candidates) {
+      if (!(await this.atTime(first.atMs + 200))) return;
+      const workflowId = `webhook:sandbox:${eventId}`;
+      const killed = await this.withWorkers(async () => {
+        const proc = this.system.combined[slot]!;
+        if (!(await this.eagerTaskInFlight(workflowId, proc.pid))) return false;
+        await this.killAndRestart(proc, { eagerWorkflowId: workflowId });
+        return true;
+      });
+      if (killed) return;
+    }
+    this.log.push({
+      kind: 'eager-kill-missed',
+      atMs: this.now(),
+      slot,
+      why: 'no workflow task it started eagerly was seen in flight on it before first deliveries ended',
+    });
+  }
+
+  /**
+   * Whether the workflow's first task was started on the process with `pid` (a `replyflow start`'s
+   * receiver starts eagerly on its own worker) and a task of it is in flight there now; polled for up to
+   * 2 s while the start may still be on its way.
+   */
+  private async eagerTaskInFlight(workflowId: string, pid: number): Promise<boolean> {
+    const handle = this.system.client.client.workflow.getHandle(workflowId);
+    const until = Date.now() + 2000;
+    while (Date.now() < until) {
+      const description = await handle.describe().catch(() => undefined);
+      if (description && !description.raw.pendingWorkflowTask?.startedTime) return false;
+      if (description) {
+        const history = await handle.fetchHistory().catch(() => undefined);
+        const started = history?.events?.filter((e) => e.workflowTaskStartedEventAttributes) ?? [];
+        const on = (e: (typeof started)[number] | undefined) =>
+          e?.workflowTaskStartedEventAttributes?.identity?.startsWith(`${pid}@`) === true;
+        return on(started[0]) && on(started.at(-1));
+      }
+      await sleep(100);
+    }
+    return false;
+  }
+
+  /**
    * Arms `slow` so the target commits the reply and holds the answer, waits until the reply is
-   * committed while the effect is still `sending`, asks Temporal which worker runs that send, and
-   * SIGKILLs exactly that worker: the crash between the send and its record.
+   * committed while the effect is still `sending`, asks Temporal which process runs that send, and
+   * SIGKILLs exactly that worker or `replyflow start`: the crash between the send and its record.
    */
   private async killInFlight(conversation: PlannedConversation): Promise<void> {
     if (!(await this.atTime(conversation.firstAtMs - 500))) return;
@@ -232,18 +355,9 @@ export class Injector {
       const pid = inFlight && (await this.senderPid(inFlight.workflow_id));
       if (inFlight && pid) {
         const killed = await this.withWorkers(async () => {
-          const proc = this.system.workerByPid(pid);
+          const proc = this.system.runnerByPid(pid);
           if (!proc) return false;
-          await this.system.killWorker(proc.slot);
-          this.log.push({
-            kind: 'kill-in-flight',
-            atMs: this.now(),
-            slot: proc.slot,
-            pid,
-            conversationId: conversation.id,
-            effectId: inFlight.id,
-          });
-          await this.restartWorker(proc.slot);
+          await this.killAndRestart(proc, { conversationId: conversation.id, effectId: inFlight.id });
           return true;
         });
         if (killed) return;
@@ -255,7 +369,7 @@ export class Injector {
       kind: 'in-flight-missed',
       atMs: this.now(),
       conversationId: conversation.id,
-      why: 'its sends settled before one was seen in flight on a live worker',
+      why: 'its sends settled before one was seen in flight on a live worker or replyflow start',
     });
   }
 

@@ -1,7 +1,8 @@
 // The chaos run's verdict: waits until the system is quiet, then reconciles what the senders got
 // acknowledged against Temporal, the effects table and what the sandbox target received, traces
-// every held item to the injected fault that explains it, and every 503 to a disruption.
-import type { WorkflowExecutionInfo } from '@temporalio/client';
+// every held item to the injected fault that explains it, every 503 to a disruption, and every workflow
+// task a killed `replyflow start` had started eagerly to the process that took it over.
+import { type WorkflowExecutionInfo, WorkflowNotFoundError } from '@temporalio/client';
 import type { SandboxMode } from '../../src/model';
 import { reconcile } from '../../src/operator/reconcile';
 import type { SandboxFault } from '../../src/sandbox/api';
@@ -46,8 +47,31 @@ export interface HeldItem {
 /** A 503 answer and the disruption it fell in, if any. */
 export interface UnavailableAnswer {
   atMs: number;
+  /** Which process answered: `replyflow start N` or `receiver N`. */
+  receiver: string;
   explanation?: string;
+  /** The kind of that disruption. */
+  during?: Disruption['kind'];
 }
+
+/**
+ * A workflow task that a `replyflow start` had started eagerly (its receiver started the workflow,
+ * its worker took the first task) and that was still in flight when the process was SIGKILLed.
+ */
+export interface EagerTakeover {
+  workflowId: string;
+  killedPid: number;
+  /**
+   * Who completed the workflow's next task: a `replyflow start` (with one, the one started again), a
+   * worker, or nobody.
+   */
+  takenOverBy: 'replyflow start' | 'worker' | 'none';
+  /** Whether the workflow has its outcome (finished, or waits for a person). */
+  settled: boolean;
+}
+
+/** How far back from a kill of a `replyflow start` to look for workflows it started (gather + send). */
+const EAGER_LOOKBACK_MS = 20_000;
 
 /**
  * How long after a disruption ends (its component serving again and the last shard move it caused),
@@ -77,6 +101,9 @@ export interface ChaosReport {
   faultsNotTaken: { conversationId: string; fault: string }[];
   held: HeldItem[];
   unavailable: UnavailableAnswer[];
+  /** Requests that got no answer (refused, reset, timed out); of them, while a `replyflow start` was down. */
+  transportFailures: { total: number; whileCombinedDown: number };
+  eagerTakeovers: EagerTakeover[];
   failed: { businessKey: string; lastError: string | null }[];
   crashes: System['crashes'];
   failedStarts: System['failedStarts'];
@@ -238,6 +265,8 @@ export async function reconcileRun(input: {
   const failedRows = await pool.query<{ business_key: string; last_error: string | null }>(
     `SELECT business_key, last_error FROM effects WHERE status = 'failed'`,
   );
+  const eagerTakeovers = await takeovers(system, plan, injector, workflows);
+  const combinedDown = disruptionWindows(injector).filter((w) => w.kind === 'kill-combined');
   const replyflowReconcile = await reconcile({
     client: system.client.client,
     pool,
@@ -247,10 +276,22 @@ export async function reconcileRun(input: {
 
   return {
     server: system.cluster ? 'cluster' : 'dev-server',
-    unavailable: sender.unavailableAt.map((at) => ({
+    unavailable: sender.unavailable.map(({ at, receiver }) => ({
       atMs: at - startAt,
-      explanation: explainUnavailable(at - startAt, injector, graceMs),
+      // The receiver URLs list the `replyflow start` processes first.
+      receiver:
+        receiver < system.combined.length
+          ? `replyflow start ${receiver}`
+          : `receiver ${receiver - system.combined.length}`,
+      ...explainUnavailable(at - startAt, injector, graceMs),
     })),
+    transportFailures: {
+      total: sender.failedAt.length,
+      whileCombinedDown: sender.failedAt.filter((at) =>
+        combinedDown.some((w) => at - startAt >= w.from && at - startAt <= w.to),
+      ).length,
+    },
+    eagerTakeovers,
     sent: Object.keys(sender.events).length,
     acked: ackedIds.length,
     deliveries: sender.deliveries,
@@ -279,10 +320,15 @@ export async function reconcileRun(input: {
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
-type Disruption = Extract<
-  InjectorAction,
-  { kind: 'restart-temporal' | 'restart-postgres' | 'kill-temporal-node' | 'restart-temporal-node' }
->;
+/** What disrupts acknowledgements for a while: Temporal or PostgreSQL away, or a `replyflow start` down. */
+const DISRUPTIONS = [
+  'restart-temporal',
+  'restart-postgres',
+  'kill-temporal-node',
+  'restart-temporal-node',
+  'kill-combined',
+] as const;
+type Disruption = Extract<InjectorAction, { kind: (typeof DISRUPTIONS)[number] }>;
 
 function describeDisruption(action: Disruption): string {
   const span = `${seconds(action.atMs)}–${seconds(action.upAtMs)}`;
@@ -295,6 +341,8 @@ function describeDisruption(action: Disruption): string {
       return `Temporal node ${action.node} SIGKILLed and started again (${span})`;
     case 'restart-temporal-node':
       return `Temporal node ${action.node} restarted (${span})`;
+    case 'kill-combined':
+      return `replyflow start ${action.slot} (pid ${action.pid}) SIGKILLed and serving again (${span})`;
   }
 }
 
@@ -302,13 +350,11 @@ function describeDisruption(action: Disruption): string {
  * Every disruption with the time its effects last: until its component served again or, when later,
  * the last shard move observed before the next disruption began.
  */
-function disruptionWindows(injector: InjectorAction[]): { from: number; to: number; what: string }[] {
+function disruptionWindows(
+  injector: InjectorAction[],
+): { from: number; to: number; what: string; kind: Disruption['kind'] }[] {
   const disruptions = injector
-    .filter((a): a is Disruption =>
-      ['restart-temporal', 'restart-postgres', 'kill-temporal-node', 'restart-temporal-node'].includes(
-        a.kind,
-      ),
-    )
+    .filter((a): a is Disruption => (DISRUPTIONS as readonly string[]).includes(a.kind))
     .sort((a, b) => a.atMs - b.atMs);
   return disruptions.map((action, i) => {
     const next = disruptions[i + 1]?.atMs ?? Number.POSITIVE_INFINITY;
@@ -317,15 +363,107 @@ function disruptionWindows(injector: InjectorAction[]): { from: number; to: numb
         .filter((a) => a.kind === 'shards-moved' && a.atMs >= action.atMs && a.atMs < next)
         .map((a) => a.atMs),
     );
-    return { from: action.atMs, to: Math.max(action.upAtMs, lastMove), what: describeDisruption(action) };
+    return {
+      from: action.atMs,
+      to: Math.max(action.upAtMs, lastMove),
+      what: describeDisruption(action),
+      kind: action.kind,
+    };
   });
 }
 
-/** The disruption a 503 at `atMs` fell in (with its grace period), or undefined when none. */
-function explainUnavailable(atMs: number, injector: InjectorAction[], graceMs: number): string | undefined {
-  const window = disruptionWindows(injector).find((w) => atMs >= w.from && atMs <= w.to + graceMs);
-  return window && `${window.what}; shards settled by ${seconds(window.to)}`;
+/**
+ * The disruption a 503 at `atMs` fell in (with its grace period), the one that began last when they
+ * overlap, or nothing when none. A `replyflow start` down is one like Temporal's: its receiver comes
+ * back while its own worker and connections warm up, and the other receivers share the machine with
+ * its restart.
+ */
+export function explainUnavailable(
+  atMs: number,
+  injector: InjectorAction[],
+  graceMs: number,
+): Pick<UnavailableAnswer, 'explanation' | 'during'> {
+  const window = disruptionWindows(injector)
+    .reverse()
+    .find((w) => atMs >= w.from && atMs <= w.to + graceMs);
+  return window
+    ? { explanation: `${window.what}; settled by ${seconds(window.to)}`, during: window.kind }
+    : {};
 }
+
+/**
+ * The workflow tasks each killed `replyflow start` had started eagerly and still had in flight, read
+ * from the histories of the workflows whose first delivery went to it shortly before the kill: the
+ * first task started by that pid, a task started by it that timed out (nobody completed it), and who
+ * completed the next one.
+ */
+async function takeovers(
+  system: System,
+  plan: Plan,
+  injector: InjectorAction[],
+  workflows: Map<string, WorkflowExecutionInfo>,
+): Promise<EagerTakeover[]> {
+  const firstTo = new Map<string, Plan['deliveries'][number]>();
+  for (const d of plan.deliveries) if (!firstTo.has(d.eventId)) firstTo.set(d.eventId, d);
+  const found: EagerTakeover[] = [];
+  for (const kill of injector) {
+    if (kill.kind !== 'kill-combined') continue;
+    const candidates = [...firstTo.values()].filter(
+      (d) => d.receiver === kill.slot && d.atMs <= kill.atMs && d.atMs >= kill.atMs - EAGER_LOOKBACK_MS,
+    );
+    for (let i = 0; i < candidates.length; i += 20) {
+      const batch = await Promise.all(
+        candidates.slice(i, i + 20).map((d) => cutOffTask(system, `webhook:sandbox:${d.eventId}`, kill.pid)),
+      );
+      for (const takeover of batch)
+        if (takeover) {
+          const state = workflows.get(takeover.workflowId)?.typedSearchAttributes.get(ReplyState);
+          found.push({ ...takeover, settled: state !== undefined && SETTLED.has(state) });
+        }
+    }
+  }
+  return found;
+}
+
+async function cutOffTask(
+  system: System,
+  workflowId: string,
+  killedPid: number,
+): Promise<Omit<EagerTakeover, 'settled'> | undefined> {
+  const history = await system.client.client.workflow
+    .getHandle(workflowId)
+    .fetchHistory()
+    .catch((err) => {
+      // An event whose deliveries were all refused has no workflow, so no task to cut off.
+      if (err instanceof WorkflowNotFoundError) return undefined;
+      throw err;
+    });
+  const events = history?.events ?? [];
+  const onKilled = new Set<number>();
+  let cutOff = false;
+  let takenOverBy: EagerTakeover['takenOverBy'] = 'none';
+  for (const event of events) {
+    const started = event.workflowTaskStartedEventAttributes;
+    if (started) {
+      if (started.identity?.startsWith(`${killedPid}@`)) onKilled.add(Number(event.eventId));
+      // Its first task ran elsewhere: it was not started eagerly there.
+      else if (onKilled.size === 0) return undefined;
+    }
+    const timedOut = event.workflowTaskTimedOutEventAttributes;
+    if (timedOut && onKilled.has(Number(timedOut.startedEventId))) cutOff = true;
+    const completed = event.workflowTaskCompletedEventAttributes;
+    if (cutOff && completed) {
+      // Only workers and `replyflow start` processes poll the task queue.
+      const by = system.spawned.get(Number(completed.identity?.split('@')[0]));
+      takenOverBy = by?.role === 'start' ? 'replyflow start' : 'worker';
+      break;
+    }
+  }
+  return cutOff ? { workflowId, killedPid, takenOverBy } : undefined;
+}
+
+const killed = (action: { kind: string; pid: number }) =>
+  `${action.kind === 'kill-combined' ? 'replyflow start' : 'worker'} pid ${action.pid}`;
 
 /** The injected action that explains a held effect, most specific first. */
 function explain(
@@ -337,8 +475,12 @@ function explain(
   const open = (atMs: number) => atMs >= window.from - 1000 && atMs <= window.to + 1000;
   const crashHolds = flavour !== 'unknown' && CRASH_HOLDS_ON.includes(flavour);
   for (const action of injector) {
-    if (action.kind === 'kill-in-flight' && action.conversationId === conversationId && crashHolds)
-      return `its send was in flight (reply committed, answer held) when worker pid ${action.pid} was SIGKILLed at ${seconds(action.atMs)}`;
+    if (
+      (action.kind === 'kill-in-flight' || action.kind === 'kill-combined') &&
+      action.conversationId === conversationId &&
+      crashHolds
+    )
+      return `its send was in flight (reply committed, answer held) when ${killed(action)} was SIGKILLed at ${seconds(action.atMs)}`;
   }
   for (const action of injector) {
     if (
@@ -352,11 +494,13 @@ function explain(
   for (const action of injector) {
     // A kill aimed at another conversation's send takes every send in flight on that worker with it.
     if (
-      (action.kind === 'kill-worker' || action.kind === 'kill-in-flight') &&
+      (action.kind === 'kill-worker' ||
+        action.kind === 'kill-in-flight' ||
+        action.kind === 'kill-combined') &&
       crashHolds &&
       open(action.atMs)
     )
-      return `worker pid ${action.pid} SIGKILLed at ${seconds(action.atMs)} while this effect was open`;
+      return `${killed(action)} SIGKILLed at ${seconds(action.atMs)} while this effect was open`;
     if (
       (action.kind === 'restart-postgres' ||
         action.kind === 'restart-temporal' ||
@@ -381,6 +525,10 @@ export function mustBeZero(report: ChaosReport): [string, number][] {
     ['holding faults taken with nothing held (guessed)', report.guessedUnknowns.length],
     ['held items no injected fault explains', report.held.filter((h) => !h.explanation).length],
     ['processes that crashed on their own', report.crashes.length],
+    [
+      'eager tasks of a killed replyflow start never taken over',
+      report.eagerTakeovers.filter((t) => t.takenOverBy === 'none' || !t.settled).length,
+    ],
     ...(report.server === 'cluster'
       ? ([['503 answers outside a disruption', report.unavailable.filter((u) => !u.explanation).length]] as [
           string,
@@ -403,6 +551,8 @@ export function formatReport(report: ChaosReport, title: string): string {
     .sort((a, b) => b[1] - a[1])
     .map(([a, n]) => `${a}×${n}`)
     .join(', ');
+  const inside = report.unavailable.filter((u) => u.during);
+  const outside = report.unavailable.filter((u) => !u.during);
   const rows: [string, string][] = [
     ['events sent by the senders (distinct event ids)', String(report.sent)],
     ['events acked (2xx at least once)', String(report.acked)],
@@ -412,14 +562,17 @@ export function formatReport(report: ChaosReport, title: string): string {
     ['effects held', String(report.effects.held ?? 0)],
     ['effects failed', String(report.effects.failed ?? 0)],
     ...mustBeZero(report).map(([name, n]): [string, string] => [`${name} (must be 0)`, String(n)]),
+    ['503 answers inside a disruption (by disruption)', countBy(inside, (u) => DISRUPTION_LABEL[u.during!])],
     ...(report.server === 'cluster'
       ? []
       : ([
-          [
-            '503 answers outside a disruption (on a cluster: must be 0)',
-            String(report.unavailable.filter((u) => !u.explanation).length),
-          ],
+          ['503 answers outside a disruption (on a cluster: must be 0)', countBy(outside, (u) => u.receiver)],
         ] as [string, string][])),
+    ...combinedRows(report),
+    [
+      'restarts that exited while starting, started again',
+      countBy(report.failedStarts, (f) => (f.role === 'start' ? 'replyflow start' : 'worker')),
+    ],
     ['replyflow reconcile', report.replyflowReconcileConsistent ? 'consistent' : 'INCONSISTENT'],
   ];
   const width = Math.max(...rows.map(([name]) => name.length));
@@ -441,17 +594,73 @@ export function formatReport(report: ChaosReport, title: string): string {
     ...report.crashes.map((c) => `${c.role} ${c.slot} (pid ${c.pid}) exited ${c.code}:\n${c.logTail}`),
     ...report.failed.map((f) => `failed: ${f.businessKey} (${f.lastError})`),
     ...report.notAcked.map((n) => `not acked: ${n.eventId} (${n.why})`),
-    ...report.unavailable
-      .filter((u) => !u.explanation)
-      .map((u) => `503 at ${seconds(u.atMs)}, outside every disruption`),
+    ...bursts(outside).map(
+      (b) =>
+        `503 × ${b.length} outside every disruption at ${seconds(b[0]!.atMs)}–${seconds(b.at(-1)!.atMs)} (${countBy(b, (u) => u.receiver)})`,
+    ),
     ...report.faultsNotTaken.map((f) => `fault ${f.fault} on ${f.conversationId} was never taken`),
     ...report.failedStarts.map(
       (f) =>
-        `worker ${f.slot} (pid ${f.pid}) could not start (${f.logTail.split('\n').at(-1)}); started again`,
+        `${f.role === 'start' ? 'replyflow start' : 'worker'} ${f.slot} (pid ${f.pid}) could not start (${f.logTail.split('\n').at(-1)}); started again`,
     ),
+    ...report.eagerTakeovers
+      .filter((t) => t.takenOverBy === 'none' || !t.settled)
+      .map(
+        (t) => `eager task of ${t.workflowId} cut off by the kill of pid ${t.killedPid}, never taken over`,
+      ),
   ];
   if (problems.length > 0) lines.push('', 'details:', ...problems.slice(0, 50).map((p) => `  ${p}`));
   return lines.join('\n');
+}
+
+const DISRUPTION_LABEL: Record<Disruption['kind'], string> = {
+  'restart-temporal': 'Temporal restart',
+  'kill-temporal-node': 'Temporal node kill',
+  'restart-temporal-node': 'Temporal node restart',
+  'restart-postgres': 'PostgreSQL restart',
+  'kill-combined': 'replyflow start down',
+};
+
+/** `n (a 3, b 2)`: how many, and how many of each label. */
+function countBy<T>(items: T[], label: (item: T) => string): string {
+  const counts = new Map<string, number>();
+  for (const item of items) counts.set(label(item), (counts.get(label(item)) ?? 0) + 1);
+  const parts = [...counts].map(([name, n]) => `${name}: ${n}`).join(', ');
+  return parts ? `${items.length} (${parts})` : '0';
+}
+
+/** Answers in runs with less than a second between neighbours, so that a burst is one line. */
+function bursts(answers: UnavailableAnswer[]): UnavailableAnswer[][] {
+  const runs: UnavailableAnswer[][] = [];
+  for (const answer of [...answers].sort((a, b) => a.atMs - b.atMs)) {
+    const last = runs.at(-1);
+    if (last && answer.atMs - last.at(-1)!.atMs < 1000) last.push(answer);
+    else runs.push([answer]);
+  }
+  return runs;
+}
+
+/** The kills of `replyflow start` processes, what they cut off, and the deliveries they refused. */
+function combinedRows(report: ChaosReport): [string, string][] {
+  const kills = report.injector.filter((a) => a.kind === 'kill-combined');
+  const aimed = (pick: (a: (typeof kills)[number]) => unknown) => kills.filter(pick).length;
+  if (kills.length === 0) return [];
+  const by = (who: EagerTakeover['takenOverBy']) =>
+    report.eagerTakeovers.filter((t) => t.takenOverBy === who).length;
+  return [
+    [
+      'replyflow start SIGKILLs (aimed at an eager task / a send in flight)',
+      `${kills.length} (${aimed((a) => a.eagerWorkflowId)} / ${aimed((a) => a.conversationId)})`,
+    ],
+    [
+      'eager tasks cut off by them (next task done by a replyflow start / a worker)',
+      `${report.eagerTakeovers.length} (${by('replyflow start')} / ${by('worker')})`,
+    ],
+    [
+      'requests without an answer, retried (of them while a replyflow start was down)',
+      `${report.transportFailures.total} (${report.transportFailures.whileCombinedDown})`,
+    ],
+  ];
 }
 
 export function formatInjectorLog(actions: InjectorAction[]): string {
@@ -471,6 +680,16 @@ export function formatInjectorLog(actions: InjectorAction[]): string {
           return `${at}  no in-flight send seen for ${a.conversationId}: ${a.why}`;
         case 'worker-started':
           return `${at}  worker ${a.slot} started again (pid ${a.pid})`;
+        case 'kill-combined': {
+          const aim = a.eagerWorkflowId
+            ? ` with the eagerly started task of ${a.eagerWorkflowId} in flight`
+            : a.conversationId
+              ? ` with the send of ${a.conversationId} in flight`
+              : '';
+          return `${at}  SIGKILL replyflow start ${a.slot} (pid ${a.pid})${aim}; serving again at ${seconds(a.upAtMs)} (pid ${a.newPid})`;
+        }
+        case 'eager-kill-missed':
+          return `${at}  replyflow start ${a.slot} not killed: ${a.why}`;
         case 'shards-moved':
           return `${at}  history shards per node now ${Object.entries(a.owners)
             .map(([node, n]) => `${node === '0' ? 'unknown owner' : `node ${node}`}: ${n}`)

@@ -22,8 +22,9 @@ export interface ChaosOptions extends InjectorOptions {
   receivers: number;
   workers: number;
   /**
-   * `replyflow start` processes (a receiver and a worker in one, eager starts) beside the receivers and
-   * workers: they take deliveries like the receivers; the kills aim at the workers.
+   * `replyflow start` processes (a receiver and a worker in one, eager starts, as `npm start` runs it)
+   * beside the receivers and workers: they take deliveries like the receivers and are killed like the
+   * workers, and besides while a workflow task they started eagerly is in flight (`combinedKills`).
    */
   combined: number;
   /** SEND_TIMEOUT of the workers: a send attempt's timeout and lease. */
@@ -44,9 +45,12 @@ export const DEFAULT_CHAOS: Omit<ChaosOptions, 'seed' | 'log'> = {
   sameMessageShare: 0.1,
   ratePerSecond: 25,
   laterMaxMs: 120_000,
-  receivers: 2,
+  // Two receiver URLs and four processes, as before the combined process was in the default run: one
+  // of the two receivers is the `replyflow start` users run.
+  receivers: 1,
   workers: 2,
-  combined: 0,
+  combined: 1,
+  combinedKills: 2,
   sendTimeout: '10s',
   startDeadlineMs: 1500,
   faultsPerKind: 6,
@@ -122,7 +126,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     });
     const deadline = startAt + plan.sendWindowMs + options.laterMaxMs + options.quietTimeoutMs;
     const injector = new Injector(system, options, random, startAt, deadline);
-    injector.start(plan.conversations, plan.events.filter((e) => !e.secondId).length);
+    injector.start(plan);
     const ticker = setInterval(
       () =>
         log(

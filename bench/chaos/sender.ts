@@ -1,7 +1,9 @@
 // The webhook senders of the chaos run, in a process of their own that talks to the system only over
 // HTTP. Each delivery is signed when it is sent and retried as providers retry: after 503 (honouring
-// Retry-After), a 5xx, a timeout or a refused connection, until it is acknowledged or the give-up
-// time passes. A 4xx is final. Started by `forkSender`, which passes the plan over IPC.
+// Retry-After), a 5xx, a timeout or a refused or reset connection (a `replyflow start` SIGKILLed and
+// not yet back), until it is acknowledged or the give-up time passes. A 4xx is final. Retries go to
+// the same receiver URL, as a provider keeps one URL per subscription: a delivery to a killed process
+// waits for it to come back on its port. Started by `forkSender`, which passes the plan over IPC.
 
 import { type ChildProcess, fork } from 'node:child_process';
 import { errorMessage } from '../../src/failures';
@@ -35,8 +37,13 @@ export interface SenderReport {
   deliveries: number;
   requests: number;
   elapsedMs: number;
-  /** When each 503 answer came (epoch ms): a receiver may say so only while Temporal or PostgreSQL is disrupted. */
-  unavailableAt: number[];
+  /**
+   * When each 503 answer came (epoch ms) and from which receiver (an index into the receiver URLs): a
+   * receiver may say so only while Temporal or PostgreSQL is disrupted.
+   */
+  unavailable: { at: number; receiver: number }[];
+  /** When each request failed without an answer (epoch ms): refused, reset or timed out. */
+  failedAt: number[];
 }
 
 export type SenderMessage =
@@ -53,7 +60,8 @@ async function runJob(job: SenderJob, progress: (done: number) => void): Promise
   };
   let requests = 0;
   let done = 0;
-  const unavailableAt: number[] = [];
+  const unavailable: SenderReport['unavailable'] = [];
+  const failedAt: number[] = [];
 
   async function deliver(delivery: Delivery): Promise<void> {
     const url = `${job.receiverUrls[delivery.receiver]}/webhooks/sandbox`;
@@ -72,11 +80,12 @@ async function runJob(job: SenderJob, progress: (done: number) => void): Promise
         });
         await response.arrayBuffer();
         outcome = String(response.status);
-        if (response.status === 503) unavailableAt.push(Date.now());
+        if (response.status === 503) unavailable.push({ at: Date.now(), receiver: delivery.receiver });
         const retryAfter = Number(response.headers.get('retry-after'));
         if (retryAfter > 0) retryAfterMs = retryAfter * 1000;
       } catch (err) {
         outcome = (err as Error).name === 'TimeoutError' ? 'timeout' : 'error';
+        failedAt.push(Date.now());
       }
       entry.answers[outcome] = (entry.answers[outcome] ?? 0) + 1;
       const status = Number(outcome);
@@ -130,7 +139,8 @@ async function runJob(job: SenderJob, progress: (done: number) => void): Promise
     deliveries: job.deliveries.length,
     requests,
     elapsedMs: Date.now() - began,
-    unavailableAt,
+    unavailable,
+    failedAt,
   };
 }
 

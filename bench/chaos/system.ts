@@ -1,7 +1,8 @@
 // The whole system as a deployment runs it, started by the chaos run and the system benchmark: an
 // embedded PostgreSQL and either a Temporal dev server on a SQLite file or a two-node cluster of
 // Temporal's own server on that PostgreSQL (src/cluster/), all restartable on the same ports and data,
-// and `replyflow receiver` / `replyflow worker` as child processes that can be killed.
+// and `replyflow receiver` / `replyflow worker` / `replyflow start` as child processes that can be
+// killed and started again (a `replyflow start` on its own port).
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -65,6 +66,9 @@ export interface SystemOptions {
 
 export type TemporalServerKind = 'dev-server' | 'cluster';
 
+/** The roles the chaos run kills and starts again; receivers on their own are never killed. */
+export type RestartableRole = 'worker' | 'start';
+
 /** A `replyflow receiver|worker|start` child process; its output goes to a log file in the run's directory. */
 export interface RoleProcess {
   role: 'receiver' | 'worker' | 'start';
@@ -103,10 +107,13 @@ export class System {
   /** Processes that exited without being asked to once they served (a crash is a finding, not noise). */
   readonly crashes: { role: string; slot: number; pid: number; code: number | null; logTail: string }[] = [];
   /**
-   * Workers that exited while starting because Temporal or PostgreSQL was down (they connect once,
-   * at start) and were started again, as a supervisor (Compose `restart:`, Kubernetes) does.
+   * Workers and `replyflow start` processes that exited while starting because Temporal or PostgreSQL
+   * was down (they connect once, at start) and were started again, as a supervisor (Compose
+   * `restart:`, Kubernetes) does.
    */
-  readonly failedStarts: { slot: number; pid: number; logTail: string }[] = [];
+  readonly failedStarts: { role: RestartableRole; slot: number; pid: number; logTail: string }[] = [];
+  /** Every role process of the run by pid, the dead too: which one ran a workflow task, after the fact. */
+  readonly spawned = new Map<number, RoleProcess>();
   /** Set when the system runs on the dev server. */
   temporal?: DevServer;
   /** Set when the system runs on the cluster. */
@@ -145,8 +152,14 @@ export class System {
     return this.postgres.url;
   }
 
+  /**
+   * The sandbox target's API, on the first receiver that runs on its own when there is one: a chaos run
+   * SIGKILLs the `replyflow start` processes, and the target going down with them would be another
+   * fault (sends cut after the target committed) than the one under test.
+   */
   get sandboxApiUrl(): string {
-    return `${this.receiverUrls[0]}/sandbox/api`;
+    const host = this.options.receivers > 0 ? (this.options.combined ?? 0) : 0;
+    return `${this.receiverUrls[host]}/sandbox/api`;
   }
 
   private async boot(): Promise<void> {
@@ -244,6 +257,7 @@ export class System {
       started: false,
       exited: new Promise((resolve) => child.once('exit', (code) => resolve(code))),
     };
+    this.spawned.set(proc.pid, proc);
     void proc.exited.then((code) => {
       if (!proc.expectedExit && proc.started)
         this.crashes.push({ role, slot, pid: proc.pid, code, logTail: logTail(proc.logFile) });
@@ -292,34 +306,46 @@ export class System {
     }
   }
 
-  /** SIGKILLs a worker (no shutdown, no goodbye to Temporal) and waits until the process is gone. */
-  async killWorker(slot: number): Promise<RoleProcess> {
-    const proc = this.workers[slot]!;
+  /**
+   * SIGKILLs a worker or a `replyflow start` process (no shutdown, no goodbye to Temporal) and waits
+   * until the process is gone; marked as expected first, so that its exit is not counted as a crash.
+   */
+  async kill(proc: RoleProcess): Promise<void> {
     proc.expectedExit = true;
     proc.child.kill('SIGKILL');
     await proc.exited;
-    return proc;
   }
 
   /**
-   * Starts a fresh worker process in the slot and waits until it polls. Like a supervisor, it starts
-   * the worker again when it exits while starting (Temporal or PostgreSQL restarting), with backoff.
+   * Starts a fresh process in the slot (a `replyflow start` on its slot's port) and waits until it
+   * serves. Like a supervisor, it starts it again when it exits while starting (Temporal or PostgreSQL
+   * restarting), with backoff.
    */
-  async startWorker(slot: number): Promise<RoleProcess> {
+  async restart(role: RestartableRole, slot: number): Promise<RoleProcess> {
+    const procs = role === 'worker' ? this.workers : this.combined;
     for (let attempt = 1; ; attempt++) {
-      const proc = this.spawnRole('worker', slot, this.options.workerEnv);
-      this.workers[slot] = proc;
+      const proc =
+        role === 'worker'
+          ? this.spawnRole('worker', slot, this.options.workerEnv)
+          : this.spawnRole('start', slot, { PORT: this.portOf(slot), ...this.options.workerEnv });
+      procs[slot] = proc;
       try {
+        if (role === 'start') await this.waitForReceiver(proc, this.receiverUrls[slot]!);
         await this.waitForWorker(proc);
         proc.started = true;
         return proc;
       } catch (err) {
         const exited = proc.child.exitCode !== null || proc.child.signalCode !== null;
         if (!exited || attempt >= 10) throw err;
-        this.failedStarts.push({ slot, pid: proc.pid, logTail: logTail(proc.logFile, 3) });
+        this.failedStarts.push({ role, slot, pid: proc.pid, logTail: logTail(proc.logFile, 3) });
         await new Promise((r) => setTimeout(r, Math.min(1000 * attempt, 5000)));
       }
     }
+  }
+
+  /** The port of a `replyflow start` slot: the one it had, so that senders find it where they left it. */
+  private portOf(slot: number): string {
+    return new URL(this.receiverUrls[slot]!).port;
   }
 
   /** Stops a worker the way a deploy does (SIGTERM: in-flight sends may finish), leaving its slot empty. */
@@ -350,9 +376,10 @@ export class System {
     };
   }
 
-  workerByPid(pid: number): RoleProcess | undefined {
-    return this.workers.find(
-      (w) => w.pid === pid && w.child.exitCode === null && w.child.signalCode === null,
+  /** The live worker or `replyflow start` process with this pid (both run sends). */
+  runnerByPid(pid: number): RoleProcess | undefined {
+    return [...this.workers, ...this.combined].find(
+      (p) => p.pid === pid && p.child.exitCode === null && p.child.signalCode === null,
     );
   }
 

@@ -18,6 +18,8 @@ const LOAD: Partial<ChaosOptions> = {
   faultsPerKind: 1,
   inflightKills: 0,
   killEveryMs: 0,
+  // The disruption under test alone: the dev-server run kills the `replyflow start` process.
+  combinedKills: 0,
   quietTimeoutMs: 8 * 60_000,
   // 20 s into 54 s of first deliveries: whatever breaks, breaks while webhooks arrive.
   disruptAtMs: 20_000,

@@ -1,6 +1,7 @@
 // The chaos run (bench/chaos.ts) at CI size: the whole system as processes with its own Temporal
-// dev server and PostgreSQL (both restarted once), duplicated webhooks from a separate sender, worker
-// SIGKILLs (one with a committed send in flight) and a fault of each kind armed on the target. Nothing
+// dev server and PostgreSQL (both restarted once), duplicated webhooks from a separate sender, SIGKILLs
+// of workers (one with a committed send in flight) and of the `replyflow start` process (while a
+// workflow task it started eagerly is in flight) and a fault of each kind armed on the target. Nothing
 // acknowledged may be lost, nothing may be delivered twice, and every held item must be explained.
 import assert from 'node:assert/strict';
 import { formatInjectorLog, formatReport, mustBeZero } from '../../bench/chaos/report';
@@ -35,9 +36,13 @@ describe('chaos run at CI size (faults injected, system restarted under load)', 
     assert.equal(result.report.workflows, result.report.sent, explainRun());
   });
 
-  it('injected what it promised: a worker kill, both restarts and every fault', () => {
+  it('injected what it promised: a worker kill, a replyflow start kill, both restarts and every fault', () => {
     const kinds = result.report.injector.map((a) => a.kind);
     assert.ok(kinds.includes('kill-in-flight') || kinds.includes('kill-worker'), explainRun());
+    assert.ok(
+      result.report.injector.some((a) => a.kind === 'kill-combined' && a.eagerWorkflowId),
+      explainRun(),
+    );
     assert.ok(kinds.includes('restart-temporal'), explainRun());
     assert.ok(kinds.includes('restart-postgres'), explainRun());
     assert.equal(result.report.faultsNotTaken.length, 0, explainRun());
