@@ -229,12 +229,18 @@ export class AckTally {
   readonly latencies: number[] = [];
   answers = 0;
   unavailable = 0;
+  /** Requests that got no answer at all (refused or timed out connections), retried. */
+  unanswered = 0;
   /** Deliveries answered 503 at least once. */
   readonly refused = new Set<string>();
   private readonly began = performance.now();
   private endedAt?: number;
 
   record(eventId: string, status: number, ms: number): void {
+    if (status === 0) {
+      this.unanswered += 1;
+      return;
+    }
     this.answers += 1;
     this.latencies.push(ms);
     if (status === 503) {
@@ -256,7 +262,8 @@ export class AckTally {
   /** `503 ×N (M deliveries), ack p50 … ms, p99 … ms`. */
   toString(): string {
     const sorted = [...this.latencies].sort((a, b) => a - b);
-    return `503 ×${this.unavailable} (${this.refused.size} deliveries), ack p50 ${fixed(percentile(sorted, 50))} ms, p99 ${fixed(percentile(sorted, 99))} ms`;
+    const unanswered = this.unanswered > 0 ? `, no answer ×${this.unanswered}` : '';
+    return `503 ×${this.unavailable} (${this.refused.size} deliveries)${unanswered}, ack p50 ${fixed(percentile(sorted, 50))} ms, p99 ${fixed(percentile(sorted, 99))} ms`;
   }
 }
 
@@ -281,19 +288,28 @@ export class Bench {
     return this.system.receiverUrls[0]!;
   }
 
-  /** Delivers one webhook until it is acknowledged (503 during a slow start is retried, as providers do). */
+  /** Delivers one webhook until it is acknowledged (a 503 is retried after its Retry-After, as providers do). */
   async deliver(eventId: string, body: string): Promise<number> {
     for (;;) {
       const sentAt = performance.now();
-      const response = await fetch(`${this.receiver}/webhooks/sandbox`, {
+      let retryAfterS = 0;
+      // A connection refused or timed out is retried as a 503 is, and counted apart (status 0).
+      const status = await fetch(`${this.receiver}/webhooks/sandbox`, {
         method: 'POST',
         headers: signStandardWebhook(SYSTEM_SECRET, eventId, body),
         body,
-      });
-      await response.arrayBuffer();
-      for (const tally of this.tallies) tally.record(eventId, response.status, performance.now() - sentAt);
-      if (response.status !== 503) return response.status;
-      await sleep(500);
+      }).then(
+        async (response) => {
+          await response.arrayBuffer();
+          retryAfterS = Number(response.headers.get('retry-after') ?? 0);
+          return response.status;
+        },
+        () => 0,
+      );
+      for (const tally of this.tallies) tally.record(eventId, status, performance.now() - sentAt);
+      if (status !== 503 && status !== 0) return status;
+      // As providers retry: after the Retry-After a 503 gives (at most 5 s), else half a second.
+      await sleep(Math.min(5, retryAfterS) * 1000 || 500);
     }
   }
 
