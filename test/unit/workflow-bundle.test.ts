@@ -18,18 +18,15 @@ describe('workflow bundle, built in a child process', function () {
   it('fails with the reason when the workflows do not build', async () => {
     // Inside the project, where @temporalio/workflow resolves: only our own import is missing.
     const dir = mkdtempSync(path.join(__dirname, '.bundle-'));
-    try {
-      writeFileSync(
-        path.join(dir, 'index.ts'),
-        "import { nothing } from './missing-module';\nexport { nothing };\n",
-      );
-      await assert.rejects(bundleOutOfProcess(dir), (err: unknown) => {
-        assert.ok(err instanceof WorkflowBundleError);
-        assert.match(err.message, /missing-module/);
-        return true;
-      });
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    after(() => rmSync(dir, { recursive: true, force: true }));
+    writeFileSync(
+      path.join(dir, 'index.ts'),
+      "import { nothing } from './missing-module';\nexport { nothing };\n",
+    );
+    await assert.rejects(bundleOutOfProcess(dir), (err: unknown) => {
+      assert.ok(err instanceof WorkflowBundleError);
+      assert.match(err.message, /missing-module/);
+      return true;
+    });
   });
 });
