@@ -127,12 +127,14 @@ function eagerWorkflowTaskSlots(config: Config): number {
 
 /**
  * The gate of a receiver and a worker in one process (src/temporal/acks-first.ts): a start slower
- * than a sixth of WEBHOOK_START_DEADLINE_MS (250 ms by default) makes the worker take new tasks more
- * slowly, well before a start could miss the deadline and be answered 503.
+ * than a sixth of WEBHOOK_START_DEADLINE_MS (250 ms by default; against a distant Temporal, three
+ * times its fastest starts, up to half the deadline) makes the worker take new tasks more slowly,
+ * well before a start could miss the deadline and be answered 503.
  */
 export function acksFirstGate(config: Config): AcksFirst {
   return new AcksFirst({
     slowStartMs: config.WEBHOOK_START_DEADLINE_MS / 6,
+    maxSlowStartMs: config.WEBHOOK_START_DEADLINE_MS / 2,
     workflowSlots: eagerWorkflowTaskSlots(config),
     activitySlots: config.WORKER_ACTIVITY_SLOTS,
   });

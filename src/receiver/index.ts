@@ -24,7 +24,7 @@ import { tenantsFileOf } from '../tenants/tenants-file';
 import { createReceiverApp } from './app';
 import { DeadlineCalls } from './deadline-calls';
 import { SLACK_EVENTS_ACTOR, slackInstallRouter } from './slack-install';
-import { temporalEventStarter } from './start-event';
+import { fairnessKeyOf, temporalEventStarter } from './start-event';
 
 /** A probe slower than this counts as down: a load balancer's check must not hang. */
 const READINESS_DEADLINE_MS = 1000;
@@ -53,7 +53,7 @@ export async function startReceiver(options: {
    */
   workerConnection?: NativeConnection;
   /** That worker's gate: told how long each start takes, so that the worker yields while they are slow. */
-  acksFirst?: Pick<AcksFirst, 'startBegan'>;
+  acksFirst?: Pick<AcksFirst, 'startBegan' | 'eagerFor'>;
 }): Promise<ReceiverHandle> {
   const { config, pool, logger, workerConnection } = options;
   // A TENANTS_FILE with problems (or naming a variable that is not set) stops the start before anything connects.
@@ -141,7 +141,9 @@ export async function startReceiver(options: {
       calls,
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       deadlineMs: config.WEBHOOK_START_DEADLINE_MS,
-      eager: workerConnection !== undefined,
+      eager:
+        workerConnection !== undefined &&
+        (options.acksFirst ? (event) => options.acksFirst!.eagerFor(fairnessKeyOf(event)) : true),
       timing: options.acksFirst,
       inputCodec: payloadCodec(options.encryptionKey, keyring(config), { refuseUnencrypted: true }),
       onStarted: (dispatch) => metrics.starts.inc({ dispatch }),

@@ -127,8 +127,11 @@ export function temporalEventStarter(options: {
   taskQueue: string;
   /** WEBHOOK_START_DEADLINE_MS, for everything a start takes: below every sender's ack deadline. */
   deadlineMs: number;
-  /** Eager starts: the client's connection is a worker's, in this process. */
-  eager?: boolean;
+  /**
+   * Eager starts: the client's connection is a worker's, in this process; a function decides per
+   * event (src/temporal/acks-first.ts: not for a burst while that worker yields).
+   */
+  eager?: boolean | ((event: InboundEvent) => boolean);
   /** Refuses payloads our keys did not encrypt, as workers do: tells the receiver's runs from others. */
   inputCodec: PayloadCodec;
   /** Told as each start begins, and by the function it returns when it settled (src/temporal/acks-first.ts). */
@@ -152,6 +155,7 @@ export function temporalEventStarter(options: {
 
   async function startOnce(event: InboundEvent): Promise<StartOutcome> {
     const deadline = Date.now() + deadlineMs;
+    const eagerNow = typeof eager === 'function' ? eager(event) : eager;
     const inTime = <T>(call: () => Promise<T>) => calls.run(Math.max(1, deadline - Date.now()), call);
     try {
       let reuse: WorkflowIdReusePolicy | undefined;
@@ -160,7 +164,7 @@ export function temporalEventStarter(options: {
           const handle = await inTime(() =>
             client.workflow.start<typeof handleEvent>(
               'handleEvent',
-              eventStartOptions(event, taskQueue, { eager, reuse }),
+              eventStartOptions(event, taskQueue, { eager: eagerNow, reuse }),
             ),
           );
           onStarted?.(handle.eagerlyStarted ? 'eager' : 'queue');

@@ -18,8 +18,13 @@ import type {
 } from '@temporalio/worker';
 
 export interface AcksFirstOptions {
-  /** A start slower than this is pressure: well below WEBHOOK_START_DEADLINE_MS. */
+  /**
+   * A start slower than this is pressure: well below WEBHOOK_START_DEADLINE_MS. Against a Temporal
+   * whose fastest starts are slower (a remote cluster), three times the fastest of the last minute,
+   * up to `maxSlowStartMs`: the worker yields to its own load, not to the network's distance.
+   */
   slowStartMs: number;
+  maxSlowStartMs?: number;
   /** Workflow tasks at once, at most (as maxConcurrentWorkflowTaskExecutions). */
   workflowSlots: number;
   /** Activity tasks at once, at most; local activities get as many (inside tasks already taken). */
@@ -47,9 +52,23 @@ const UNLIMITED_PER_SECOND = 2000;
  * 5 a second still let 101 of 500 starts into one conversation at 0.7x raw start miss the deadline.
  */
 const MIN_PER_SECOND = 1;
+/**
+ * A conversation (a fairness key) none of whose events started for this long is quiet: its next
+ * event is not part of a burst, and may start eagerly even while the worker yields, so that a burst
+ * elsewhere does not hold up its first reply. At most QUIET_PER_SECOND such starts a second.
+ */
+const QUIET_MS = 10_000;
+/** The fastest start is taken over the last one to two of these windows. */
+const FASTEST_WINDOW_MS = 30_000;
+const QUIET_PER_SECOND = 2;
+/** Fairness keys remembered; past it the least recent are forgotten (they count as quiet again). */
+const MAX_KEYS = 10_000;
 
 export class AcksFirst {
-  readonly slowStartMs: number;
+  private readonly minSlowStartMs: number;
+  private readonly maxSlowStartMs: number;
+  /** The fastest start of this and of the previous window of FASTEST_WINDOW_MS. */
+  private fastest = { current: Number.POSITIVE_INFINITY, previous: Number.POSITIVE_INFINITY, since: 0 };
   private readonly minPerSecond: number;
   private readonly slots: Record<Kind, number>;
   private readonly used: Record<Kind, number> = { workflow: 0, activity: 0 };
@@ -62,16 +81,25 @@ export class AcksFirst {
   private readonly inFlight = new Set<{ began: number }>();
   /** A start finished slow since the last adjustment. */
   private slowSeen = false;
+  /** When an event of each fairness key last started, least recent first. */
+  private readonly lastStart = new Map<string, number>();
+  private quietTokens = QUIET_PER_SECOND;
+  private quietRefilledAt: number;
+  /** Eager starts granted to quiet conversations under pressure, not yet reserved. */
+  private quietPasses = 0;
   private readonly waiters: Waiter[] = [];
   private wake: NodeJS.Timeout | undefined;
   private readonly timer: NodeJS.Timeout | undefined;
 
   constructor(options: AcksFirstOptions) {
-    this.slowStartMs = options.slowStartMs;
+    this.minSlowStartMs = options.slowStartMs;
+    this.maxSlowStartMs = Math.max(options.slowStartMs, options.maxSlowStartMs ?? options.slowStartMs);
     this.minPerSecond = options.minPerSecond ?? MIN_PER_SECOND;
     this.slots = { workflow: options.workflowSlots, activity: options.activitySlots };
     this.now = options.now ?? (() => performance.now());
     this.refilledAt = this.now();
+    this.fastest.since = this.refilledAt;
+    this.quietRefilledAt = this.refilledAt;
     if (!options.manual) {
       this.timer = setInterval(() => this.adjust(), ADJUST_MS);
       this.timer.unref();
@@ -84,8 +112,44 @@ export class AcksFirst {
     this.inFlight.add(start);
     return () => {
       this.inFlight.delete(start);
-      if (this.now() - start.began > this.slowStartMs) this.slowSeen = true;
+      const now = this.now();
+      const took = now - start.began;
+      if (now - this.fastest.since > FASTEST_WINDOW_MS)
+        this.fastest = { current: took, previous: this.fastest.current, since: now };
+      else this.fastest.current = Math.min(this.fastest.current, took);
+      if (took > this.slowStartMs) this.slowSeen = true;
     };
+  }
+
+  /**
+   * Whether the start of an event with fairness key `key` should ask for eager execution: always while
+   * starts are fast; while the worker yields, only for a quiet conversation (a few a second), whose
+   * first task then skips the queue the burst fills.
+   */
+  eagerFor(key: string): boolean {
+    const now = this.now();
+    const last = this.lastStart.get(key);
+    this.lastStart.delete(key);
+    this.lastStart.set(key, now);
+    if (this.lastStart.size > MAX_KEYS) this.lastStart.delete(this.lastStart.keys().next().value!);
+    if (!this.underPressure) return true;
+    if (last !== undefined && now - last < QUIET_MS) return false;
+    this.quietTokens = Math.min(
+      QUIET_PER_SECOND,
+      this.quietTokens + ((now - this.quietRefilledAt) / 1000) * QUIET_PER_SECOND,
+    );
+    this.quietRefilledAt = now;
+    if (this.quietTokens < 1) return false;
+    this.quietTokens -= 1;
+    this.quietPasses = Math.min(QUIET_PER_SECOND, this.quietPasses + 1);
+    return true;
+  }
+
+  /** How slow a start must be to count as pressure (see AcksFirstOptions.slowStartMs). */
+  get slowStartMs(): number {
+    const fastest = Math.min(this.fastest.current, this.fastest.previous);
+    if (!Number.isFinite(fastest)) return this.minSlowStartMs;
+    return Math.min(this.maxSlowStartMs, Math.max(this.minSlowStartMs, 3 * fastest));
   }
 
   /** Whether starts are slow right now: one finished slow lately, or one in flight is already late. */
@@ -151,6 +215,12 @@ export class AcksFirst {
       // Eager tasks (a start's first task, an activity dispatched with a completion): only while
       // starts are fast, or they would take the very capacity the next acknowledgement needs.
       tryReserveSlot: () => {
+        // A quiet conversation's start (eagerFor): a slot past the rate, not past the slot limit.
+        if (kind === 'workflow' && this.quietPasses > 0 && this.used.workflow < this.slots.workflow) {
+          this.quietPasses -= 1;
+          this.used.workflow += 1;
+          return {};
+        }
         if (this.underPressure || this.waiters.length > 0 || !this.take(kind)) return null;
         return {};
       },

@@ -12,13 +12,14 @@ const ctx = {
   isSticky: false,
 } as SlotReserveContext;
 
-function gate(options: { workflowSlots?: number; minPerSecond?: number } = {}) {
+function gate(options: { workflowSlots?: number; minPerSecond?: number; maxSlowStartMs?: number } = {}) {
   let now = 0;
   const acks = new AcksFirst({
     slowStartMs: 250,
     workflowSlots: options.workflowSlots ?? 100,
     activitySlots: 100,
     minPerSecond: options.minPerSecond ?? 5,
+    maxSlowStartMs: options.maxSlowStartMs ?? 250,
     manual: true,
     now: () => now,
   });
@@ -117,5 +118,47 @@ describe('acks first: the worker yields to slow starts', () => {
     pass(1000);
     await Promise.resolve();
     assert.equal(granted, after);
+  });
+
+  it('under pressure lets a quiet conversation start eagerly, a few a second, and never a busy one', () => {
+    const { acks, workflow, tick } = gate();
+    // Before the pressure: everything eager; "burst" starts several times.
+    for (let i = 0; i < 3; i++) assert.equal(acks.eagerFor('burst'), true);
+    const hanging = acks.startBegan();
+    tick(300);
+    assert.equal(acks.underPressure, true);
+    assert.equal(acks.eagerFor('burst'), false, 'the busy conversation queues');
+    assert.equal(acks.eagerFor('quiet-1'), true);
+    assert.notEqual(workflow.tryReserveSlot(ctx), null, 'its eager start gets a slot despite the pressure');
+    assert.equal(workflow.tryReserveSlot(ctx), null, 'and only it');
+    assert.equal(acks.eagerFor('quiet-2'), true);
+    assert.equal(acks.eagerFor('quiet-3'), false, 'two a second at most');
+    tick(1000);
+    assert.equal(acks.eagerFor('quiet-4'), true);
+    // A conversation counts as quiet again 10 s after its last start.
+    tick(10_000);
+    assert.equal(acks.eagerFor('burst'), true);
+    hanging();
+  });
+
+  it('against a distant Temporal counts as slow only three times its fastest starts, up to the maximum', () => {
+    const { acks, tick } = gate({ maxSlowStartMs: 750 });
+    const start = (ms: number) => {
+      const settled = acks.startBegan();
+      tick(ms);
+      settled();
+    };
+    for (let i = 0; i < 5; i++) start(200);
+    acks.adjust();
+    assert.equal(acks.slowStartMs, 600);
+    start(400);
+    assert.equal(acks.underPressure, false, 'twice its fastest is its usual pace');
+    start(700);
+    assert.equal(acks.underPressure, true);
+    const farther = gate({ maxSlowStartMs: 750 });
+    const settled = farther.acks.startBegan();
+    farther.tick(400);
+    settled();
+    assert.equal(farther.acks.slowStartMs, 750, 'never above the maximum');
   });
 });
