@@ -112,16 +112,10 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   };
   try {
     for (let number = 1; number <= (options.nodes ?? 2); number++) {
-      const node = await TemporalNode.create({
-        number,
-        serverBinary: binaries.server,
-        database: options.database,
-        logDir,
-      });
-      nodes.push(node);
       // One after the other: the first node initialises the cluster's metadata, the next joins it.
-      log(`starting Temporal node ${number} (frontend ${node.frontendAddress})`);
-      await node.start();
+      nodes.push(
+        await startNode({ number, serverBinary: binaries.server, database: options.database, logDir }, log),
+      );
     }
     balancer = await startBalancer({
       port,
@@ -147,6 +141,27 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     shardOwners: () => shardOwners(shards, nodes),
     stop,
   };
+}
+
+/**
+ * A node on ports chosen now. Another process can still take a port between the choice and the
+ * node's bind; the node then exits at once, and gets other ports (three tries in all).
+ */
+async function startNode(
+  options: Parameters<typeof TemporalNode.create>[0],
+  log: (line: string) => void,
+): Promise<TemporalNode> {
+  for (let attempt = 1; ; attempt++) {
+    const node = await TemporalNode.create(options);
+    log(`starting Temporal node ${options.number} (frontend ${node.frontendAddress})`);
+    try {
+      await node.start();
+      return node;
+    } catch (err) {
+      if (!(err instanceof ClusterStartError && err.portTaken) || attempt === 3) throw err;
+      log(`Temporal node ${options.number} found a port taken; choosing others`);
+    }
+  }
 }
 
 async function runScript(script: string, env: Record<string, string>): Promise<void> {

@@ -3,11 +3,11 @@
 // environment. A node keeps its ports across restarts, so that a node killed and started again comes
 // back as the same member with the same frontend address.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
-import { freePort, portIsFree } from '../ports';
+import { portIsFree } from '../ports';
 import { PROJECT_ROOT } from '../temporal/binaries';
 
 export const CONFIG_FILE = path.join(PROJECT_ROOT, 'deploy', 'temporal', 'config.yaml');
@@ -37,30 +37,46 @@ interface NodePorts {
 /** Thrown when a node does not come up; the message ends with the tail of its log. */
 export class ClusterStartError extends Error {
   override name = 'ClusterStartError';
+  constructor(
+    message: string,
+    /** The node exited because a port it was given was taken before it could bind it. */
+    readonly portTaken = false,
+  ) {
+    super(message);
+  }
 }
 
-/** The last lines of a log, each cut short: the server's error lines carry whole stack traces. */
+/**
+ * The last lines of a log, each cut short in the middle: the server's error lines carry whole
+ * dependency chains, and the cause (such as "address already in use") is at their end.
+ */
 export function logTail(file: string, lines = 8): string {
   try {
     return readFileSync(file, 'utf8')
       .trimEnd()
       .split('\n')
       .slice(-lines)
-      .map((line) => (line.length > 400 ? `${line.slice(0, 400)}…` : line))
+      .map((line) => (line.length > 500 ? `${line.slice(0, 150)} … ${line.slice(-350)}` : line))
       .join('\n');
   } catch {
     return '(no log)';
   }
 }
 
+const handedOut = new Set<number>();
+
 /**
- * A free port below 32768: the PostgreSQL schema keeps membership ports in a smallint column, and
- * the ports the OS hands out (freePort) are above it.
+ * A free port below the OS's ephemeral range (32768 up), never handed out twice in this process.
+ * Outgoing connections take their local ports from that range (each node opens dozens to
+ * PostgreSQL), so a port chosen there can be taken before the node binds it; and the PostgreSQL
+ * schema keeps membership ports in a smallint column.
  */
-async function freeMembershipPort(): Promise<number> {
+async function freeNodePort(): Promise<number> {
   for (;;) {
     const port = 20_000 + Math.floor(Math.random() * 12_000);
-    if (await portIsFree(port)) return port;
+    if (handedOut.has(port) || !(await portIsFree(port))) continue;
+    handedOut.add(port);
+    return port;
   }
 }
 
@@ -86,15 +102,15 @@ export class TemporalNode {
     logDir: string;
   }): Promise<TemporalNode> {
     const ports: NodePorts = {
-      frontend: await freePort(),
-      frontendHttp: await freePort(),
-      frontendMembership: await freeMembershipPort(),
-      history: await freePort(),
-      historyMembership: await freeMembershipPort(),
-      matching: await freePort(),
-      matchingMembership: await freeMembershipPort(),
-      worker: await freePort(),
-      workerMembership: await freeMembershipPort(),
+      frontend: await freeNodePort(),
+      frontendHttp: await freeNodePort(),
+      frontendMembership: await freeNodePort(),
+      history: await freeNodePort(),
+      historyMembership: await freeNodePort(),
+      matching: await freeNodePort(),
+      matchingMembership: await freeNodePort(),
+      worker: await freeNodePort(),
+      workerMembership: await freeNodePort(),
     };
     const logFile = path.join(options.logDir, `temporal-node-${options.number}.log`);
     return new TemporalNode(options.number, ports, options.serverBinary, options.database, logFile);
@@ -147,6 +163,7 @@ export class TemporalNode {
   async start(timeoutMs = 90_000): Promise<void> {
     if (this.running) throw new Error(`Temporal node ${this.number} is already running`);
     const fd = openSync(this.logFile, 'a');
+    const logStart = fstatSync(fd).size;
     const child = spawn(this.serverBinary, ['--config-file', CONFIG_FILE, 'start'], {
       env: this.environment(),
       stdio: ['ignore', fd, fd],
@@ -164,21 +181,24 @@ export class TemporalNode {
       }),
     );
     try {
-      await this.waitUntilServing(timeoutMs);
+      await this.waitUntilServing(timeoutMs, logStart);
     } catch (err) {
       await this.kill();
       throw err;
     }
   }
 
-  private async waitUntilServing(timeoutMs: number): Promise<void> {
+  private async waitUntilServing(timeoutMs: number, logStart: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     let lastError = 'no answer yet';
     while (Date.now() < deadline) {
-      if (!this.running)
+      if (!this.running) {
+        const thisRun = readFileSync(this.logFile).subarray(logStart).toString();
         throw new ClusterStartError(
           `Temporal node ${this.number} exited (${this.child?.exitCode ?? this.child?.signalCode}) while starting; ${this.logFile}:\n${logTail(this.logFile)}`,
+          thisRun.includes('address already in use'),
         );
+      }
       try {
         if (await frontendServes(this.frontendAddress)) return;
         lastError = 'frontend not serving yet';

@@ -2,8 +2,16 @@
 // clear error, and the shard owner read from Temporal's ShardInfo bytes. The cluster itself runs in
 // `npm run test:cluster`.
 import assert from 'node:assert/strict';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { run } from '../../src/cli/main';
-import { shardOwner, temporalDatabaseFromUrl } from '../../src/cluster/cluster';
+import {
+  ClusterStartError,
+  shardOwner,
+  TemporalNode,
+  temporalDatabaseFromUrl,
+} from '../../src/cluster/cluster';
 
 async function cluster(argv: string[]): Promise<{ code: number; stderr: string }> {
   let stderr = '';
@@ -77,5 +85,47 @@ describe('shardOwner (the owner field of a ShardInfo row)', () => {
   it('answers undefined for a row without an owner and throws on truncated bytes', () => {
     assert.equal(shardOwner(Buffer.from([8, 7])), undefined);
     assert.throws(() => shardOwner(Buffer.from([8, 0x80])), /truncated/);
+  });
+});
+
+describe('a Temporal node that exits while starting', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'replyflow-node-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  /** A node whose "server" prints one fx-style error line ending in `cause`, then exits 1. */
+  async function failingNode(cause: string): Promise<TemporalNode> {
+    const binary = path.join(dir, 'temporal-server');
+    const chain = 'could not build arguments for function NewService: '.repeat(20);
+    writeFileSync(binary, `#!/bin/sh\necho 'Unable to create server. Error: ${chain}${cause}'\nexit 1\n`);
+    chmodSync(binary, 0o755);
+    const database = { host: '127.0.0.1', port: 1, user: 'u', password: 'p' };
+    return TemporalNode.create({ number: 1, serverBinary: binary, database, logDir: dir });
+  }
+
+  it('says a port was taken, showing the cause at the end of a long error line', async () => {
+    const node = await failingNode('listen tcp 127.0.0.1:20001: bind: address already in use');
+    const err = await node.start(10_000).then(
+      () => assert.fail('started'),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof ClusterStartError);
+    assert.equal(err.portTaken, true);
+    assert.match(err.message, /Temporal node 1 exited \(1\) while starting/);
+    assert.match(err.message, /bind: address already in use/);
+  });
+
+  it('does not call another cause a taken port, also when an earlier run in the same log was', async () => {
+    const taken = await failingNode('bind: address already in use');
+    await assert.rejects(taken.start(10_000), (e: ClusterStartError) => e.portTaken);
+    const node = await failingNode('pq: password authentication failed');
+    const err = await node.start(10_000).then(
+      () => assert.fail('started'),
+      (e: unknown) => e as ClusterStartError,
+    );
+    assert.equal(err.portTaken, false);
+    assert.match(err.message, /password authentication failed/);
   });
 });
