@@ -44,6 +44,9 @@ export function installRuntime(options: {
   const bindAddress = options.sdkMetricsPort ? `127.0.0.1:${options.sdkMetricsPort}` : undefined;
   Runtime.install({
     logger: sdkLogger(options.logger, level),
+    // The CLI stops the parts in order on SIGINT/SIGTERM (receiver, then worker): the SDK's own
+    // handlers would shut the worker down at once, beside starts still in flight.
+    shutdownSignals: [],
     telemetryOptions: {
       logging: { filter: { core: level, other: 'ERROR' }, forward: {} },
       ...(bindAddress && {
@@ -289,6 +292,8 @@ export async function startWorker(options: WorkerSetup): Promise<WorkerHandle> {
     metricsUrl: metricsServer?.url,
     metricsListening: metricsServer?.listening,
     async stop() {
+      // No eager start may be in flight when the SDK's shutdown begins (AcksFirst.close says why).
+      await options.acksFirst?.close();
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await running;
       options.acksFirst?.stop();

@@ -88,6 +88,10 @@ export class AcksFirst {
   /** Eager starts granted to quiet conversations under pressure, not yet reserved. */
   private quietPasses = 0;
   private readonly waiters: Waiter[] = [];
+  /** Set by close(): no more eager starts. */
+  private closing = false;
+  /** Resolves close() once the last start in flight settled. */
+  private onIdle: (() => void) | undefined;
   private wake: NodeJS.Timeout | undefined;
   private readonly timer: NodeJS.Timeout | undefined;
 
@@ -112,6 +116,7 @@ export class AcksFirst {
     this.inFlight.add(start);
     return () => {
       this.inFlight.delete(start);
+      if (this.inFlight.size === 0) this.onIdle?.();
       const now = this.now();
       const took = now - start.began;
       if (now - this.fastest.since > FASTEST_WINDOW_MS)
@@ -127,6 +132,7 @@ export class AcksFirst {
    * first task then skips the queue the burst fills.
    */
   eagerFor(key: string): boolean {
+    if (this.closing) return false;
     const now = this.now();
     const last = this.lastStart.get(key);
     this.lastStart.delete(key);
@@ -187,6 +193,25 @@ export class AcksFirst {
       localActivityTaskSlotSupplier: { type: 'fixed-size', numSlots: this.slots.activity },
       nexusTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
     };
+  }
+
+  /**
+   * Asks for no more eager starts and resolves once no start is in flight (or after `timeoutMs`).
+   * The worker's shutdown waits for it: an eager start reserves its slot through this gate's supplier
+   * (JavaScript, on this thread) while the SDK holds its lock on the process's workers, and
+   * `worker.shutdown()` takes that same lock from this thread. Both at once deadlock the process
+   * (seen as a Ctrl-C under load that never returned).
+   */
+  async close(timeoutMs = 5_000): Promise<void> {
+    this.closing = true;
+    if (this.inFlight.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await new Promise<void>((resolve) => {
+      this.onIdle = resolve;
+      timer = setTimeout(resolve, timeoutMs);
+    });
+    clearTimeout(timer);
+    this.onIdle = undefined;
   }
 
   stop(): void {

@@ -161,4 +161,29 @@ describe('acks first: the worker yields to slow starts', () => {
     settled();
     assert.equal(farther.acks.slowStartMs, 750, 'never above the maximum');
   });
+  it('on close asks for no more eager starts and waits for the starts in flight to settle', async () => {
+    const { acks } = gate();
+    const first = acks.startBegan();
+    const second = acks.startBegan();
+    let closed = false;
+    const closing = acks.close(60_000).then(() => {
+      closed = true;
+    });
+    assert.equal(acks.eagerFor('quiet-conversation'), false);
+    first();
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(closed, false, 'one start still in flight');
+    second();
+    await closing;
+    assert.equal(closed, true);
+  });
+
+  it('closes at once with no start in flight, and at its timeout with one that never settles', async () => {
+    await gate().acks.close(60_000);
+    const { acks } = gate();
+    acks.startBegan();
+    const began = Date.now();
+    await acks.close(50);
+    assert.ok(Date.now() - began >= 45, 'waited for the timeout');
+  });
 });
