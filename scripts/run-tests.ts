@@ -11,6 +11,10 @@ import { createInterface } from 'node:readline';
 
 const ROOT = path.resolve(__dirname, '..');
 const MOCHA = require.resolve('mocha/bin/mocha.js');
+const REPORTER = path.join(__dirname, 'file-timing-reporter.ts');
+const FILE_TIME_PREFIX = '[file-time] ';
+/** Each file's wall time (ms), from the reporter, for the list of the slowest at the end. */
+const fileTimes: { run: string; file: string; ms: number }[] = [];
 /**
  * The folders of the first run: the time-skipping server's users, the browsers, and enough besides to
  * balance the two (measured: about 6 minutes each on 2 cores).
@@ -34,13 +38,18 @@ interface Counts {
 /** Runs mocha on `files`, prefixing its lines; resolves with its counts and exit code. */
 function runMocha(label: string, files: string[]): Promise<Counts & { code: number }> {
   const counts: Counts = { passing: 0, failing: 0, pending: 0 };
-  const child = spawn(process.execPath, [MOCHA, ...files], {
+  const child = spawn(process.execPath, [MOCHA, '--reporter', REPORTER, ...files], {
     cwd: ROOT,
     env: { ...process.env, FORCE_COLOR: process.env.FORCE_COLOR ?? '0' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   for (const stream of [child.stdout, child.stderr]) {
     createInterface({ input: stream }).on('line', (line) => {
+      if (line.startsWith(FILE_TIME_PREFIX)) {
+        const [ms, file] = line.slice(FILE_TIME_PREFIX.length).split(' ');
+        fileTimes.push({ run: label, file: path.relative(ROOT, file ?? ''), ms: Number(ms) });
+        return;
+      }
       const count = /^ +(\d+) (passing|failing|pending)/.exec(line);
       if (count) counts[count[2] as keyof Counts] = Number(count[1]);
       process.stdout.write(`[${label}] ${line}\n`);
@@ -63,6 +72,11 @@ async function main(): Promise<number> {
   const minutes = Math.round((Date.now() - started) / 60_000);
   // A run that crashed before its summary counts as one failure.
   const crashed = runs.filter((r) => r.code !== 0 && r.failing === 0).length;
+  if (fileTimes.length > 0) {
+    console.log('\n  slowest files (wall time, hooks included):');
+    for (const { run, file, ms } of fileTimes.sort((a, b) => b.ms - a.ms).slice(0, 12))
+      console.log(`    [${run}] ${(ms / 1000).toFixed(0).padStart(4)} s  ${file}`);
+  }
   console.log(`\n  ${sum('passing')} passing (${minutes}m)`);
   if (sum('pending') > 0) console.log(`  ${sum('pending')} pending`);
   if (sum('failing') + crashed > 0) console.log(`  ${sum('failing') + crashed} failing`);
