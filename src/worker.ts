@@ -20,6 +20,7 @@ import { AcksFirst } from './temporal/acks-first';
 import { connectionSecurity, keyring, payloadCodec } from './temporal/client';
 import { sdkLogger } from './temporal/sdk-logger';
 import { SearchAttributesMissingError, searchAttributeProblems } from './temporal/search-attributes';
+import { workflowBundleFor } from './temporal/workflow-bundle';
 import { fileTenantDirectory, tenantDirectoryOf } from './tenants/directory';
 import { tenantsFileOf } from './tenants/tenants-file';
 import { createWorkerMetrics, gateMetrics, serveWorkerMetrics, type WorkerMetrics } from './worker-metrics';
@@ -243,7 +244,9 @@ export async function createWorker(
             // Sends are local activities since the `local-sends` patch: the same slots for them.
             maxConcurrentLocalActivityExecutions: config.WORKER_ACTIVITY_SLOTS,
           }),
-      ...(options.workerOptions?.workflowBundle ? {} : { workflowsPath: WORKFLOWS_PATH }),
+      ...(options.workerOptions?.workflowBundle
+        ? {}
+        : { workflowBundle: await workflowBundleFor(WORKFLOWS_PATH) }),
       ...options.workerOptions,
     });
   } catch (err) {

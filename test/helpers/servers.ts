@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
+import type { WorkflowBundleOption } from '@temporalio/worker';
 import { configSchema } from '../../src/config';
 import { createPool, type Pool } from '../../src/db/pool';
 import { setUpDatabase } from '../../src/db/setup';
@@ -15,6 +15,7 @@ import { createLogger } from '../../src/logger';
 import { findTemporalTestServer } from '../../src/temporal/binaries';
 import { dataConverter } from '../../src/temporal/client';
 import { type DevServer, startDevServer } from '../../src/temporal/dev-server';
+import { workflowBundleFor } from '../../src/temporal/workflow-bundle';
 import { installRuntime, WORKFLOWS_PATH } from '../../src/worker';
 import { ALL_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
 
@@ -110,13 +111,8 @@ export const database = once(async (): Promise<TestDatabase> => {
   return { pool, url, adminUrl, adminPool };
 });
 
-export const workflowBundle = once(
-  (): Promise<WorkflowBundle> =>
-    bundleWorkflowCode({
-      workflowsPath: WORKFLOWS_PATH,
-      logger: { info() {}, warn() {}, error() {}, debug() {}, trace() {}, log() {} },
-    }),
-);
+/** The workers' bundle, as `replyflow start` gets it (cached on disk by its sources). */
+export const workflowBundle = once((): Promise<WorkflowBundleOption> => workflowBundleFor(WORKFLOWS_PATH));
 
 /** Stops what a helper started on first use (e.g. a receiver for the CLI's codec server) with the servers. */
 export function stopWithServers(stop: () => Promise<void>): void {

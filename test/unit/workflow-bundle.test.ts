@@ -1,0 +1,74 @@
+// The worker's workflow bundle (src/temporal/workflow-bundle.ts): built in a child process, kept on
+// disk under a name that changes with its sources, loaded from there by the next process; a bundle
+// that cannot be built fails with webpack's reason, not a hang, and caches nothing.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { bundleKey, WorkflowBundleError, workflowBundleFor } from '../../src/temporal/workflow-bundle';
+import { WORKFLOWS_PATH } from '../../src/worker';
+
+describe('workflow bundle, built in a child process and cached', function () {
+  this.timeout(120_000);
+  let cacheDir: string;
+  beforeEach(() => {
+    cacheDir = mkdtempSync(path.join(os.tmpdir(), 'replyflow-bundle-cache-'));
+  });
+  afterEach(() => rmSync(cacheDir, { recursive: true, force: true }));
+
+  it('bundles the real workflows once, and the next call loads the same file', async () => {
+    const first = await workflowBundleFor(WORKFLOWS_PATH, cacheDir);
+    assert.ok('codePath' in first, 'cached on disk');
+    const code = readFileSync(first.codePath, 'utf8');
+    assert.match(code, /handleEvent/);
+    assert.ok(code.length > 100_000, `bundle of ${code.length} bytes`);
+    assert.deepEqual(readdirSync(cacheDir), [path.basename(first.codePath)]);
+    const written = statSync(first.codePath).mtimeMs;
+    const second = await workflowBundleFor(WORKFLOWS_PATH, cacheDir);
+    assert.deepEqual(second, first);
+    assert.equal(statSync(first.codePath).mtimeMs, written, 'loaded, not built and written again');
+  });
+
+  it('names the bundle after its sources: an edit gives another name, and the old bundle goes', async () => {
+    // Inside the project, where @temporalio/workflow resolves.
+    const dir = mkdtempSync(path.join(__dirname, '.bundle-'));
+    try {
+      writeFileSync(
+        path.join(dir, 'index.ts'),
+        'export async function one(): Promise<number> { return 1; }\n',
+      );
+      const before = await workflowBundleFor(dir, cacheDir);
+      const key = bundleKey(dir);
+      writeFileSync(
+        path.join(dir, 'index.ts'),
+        'export async function one(): Promise<number> { return 2; }\n',
+      );
+      assert.notEqual(bundleKey(dir), key);
+      const after = await workflowBundleFor(dir, cacheDir);
+      assert.ok('codePath' in before && 'codePath' in after);
+      assert.notEqual(after.codePath, before.codePath);
+      assert.match(readFileSync(after.codePath, 'utf8'), /return 2/);
+      assert.deepEqual(readdirSync(cacheDir), [path.basename(after.codePath)]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('fails with the reason when the workflows do not build, and caches nothing', async () => {
+    const dir = mkdtempSync(path.join(__dirname, '.bundle-'));
+    try {
+      writeFileSync(
+        path.join(dir, 'index.ts'),
+        "import { nothing } from './missing-module';\nexport { nothing };\n",
+      );
+      await assert.rejects(workflowBundleFor(dir, cacheDir), (err: unknown) => {
+        assert.ok(err instanceof WorkflowBundleError);
+        assert.match(err.message, /missing-module/);
+        return true;
+      });
+      assert.deepEqual(readdirSync(cacheDir), []);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
