@@ -28,6 +28,9 @@ COPY bin bin
 COPY src src
 COPY workflows workflows
 COPY activities activities
+# The workflow bundle, built once here (node_modules/.cache/replyflow): each worker start loads it
+# instead of running webpack.
+RUN node --require tsx/cjs src/temporal/workflow-bundle.ts --cache
 # The image's `node` user (1000), by number so that runtimes can check it is not root. The code stays
 # owned by root and read-only to the process; it writes only under /tmp.
 USER 1000:1000

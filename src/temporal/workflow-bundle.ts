@@ -7,7 +7,16 @@
 // instead of running webpack again (~10 s of CPU each).
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { bundleWorkflowCode, type WorkflowBundle, type WorkflowBundleOption } from '@temporalio/worker';
 import { PROJECT_ROOT } from './binaries';
@@ -37,13 +46,17 @@ function sources(dir: string): string[] {
 
 /**
  * A hash of what the bundle of `workflowsPath` is built from: its files, src/ (workflows import from
- * it) and package-lock.json (the SDK and webpack). Any edit gives another name, so a stale bundle is
+ * it) and package-lock.json (the SDK and webpack; package.json where there is no lockfile). Any edit gives another name, so a stale bundle is
  * never loaded.
  */
 export function bundleKey(workflowsPath: string): string {
   const hash = createHash('sha256');
   const files = [...sources(workflowsPath), ...sources(path.join(PROJECT_ROOT, 'src'))];
-  for (const file of [...new Set(files), path.join(PROJECT_ROOT, 'package-lock.json')]) {
+  // The image has no lockfile: its package.json pins what `npm ci` installed there.
+  const lockfile = ['package-lock.json', 'package.json']
+    .map((name) => path.join(PROJECT_ROOT, name))
+    .find((file) => existsSync(file));
+  for (const file of [...new Set(files), ...(lockfile ? [lockfile] : [])]) {
     hash.update(path.relative(PROJECT_ROOT, file)).update('\0').update(readFileSync(file)).update('\0');
   }
   return hash.digest('hex').slice(0, 20);
@@ -113,6 +126,16 @@ async function child(workflowsPath: string): Promise<void> {
   });
   process.stdout.write(code);
 }
+
+// `node --require tsx/cjs src/temporal/workflow-bundle.ts --cache`: builds the cache ahead (the image
+// does, its code being read-only at run time).
+if (require.main === module && process.argv[2] === '--cache')
+  workflowBundleFor(path.join(PROJECT_ROOT, 'workflows')).then((bundle) => {
+    if (!('codePath' in bundle)) {
+      console.error(`could not write the bundle cache under ${BUNDLE_CACHE_DIR}`);
+      process.exitCode = 1;
+    }
+  });
 
 if (require.main === module && process.argv[2] === CHILD_FLAG)
   child(process.argv[3]!).catch((err: unknown) => {
