@@ -130,12 +130,17 @@ async function child(workflowsPath: string): Promise<void> {
 // `node --require tsx/cjs src/temporal/workflow-bundle.ts --cache`: builds the cache ahead (the image
 // does, its code being read-only at run time).
 if (require.main === module && process.argv[2] === '--cache')
-  workflowBundleFor(path.join(PROJECT_ROOT, 'workflows')).then((bundle) => {
-    if (!('codePath' in bundle)) {
+  workflowBundleFor(path.join(PROJECT_ROOT, 'workflows')).then(
+    (bundle) => {
+      if ('codePath' in bundle) return;
       console.error(`could not write the bundle cache under ${BUNDLE_CACHE_DIR}`);
       process.exitCode = 1;
-    }
-  });
+    },
+    (err: unknown) => {
+      console.error(err instanceof Error ? err.message : String(err));
+      process.exitCode = 1;
+    },
+  );
 
 if (require.main === module && process.argv[2] === CHILD_FLAG)
   child(process.argv[3]!).catch((err: unknown) => {
