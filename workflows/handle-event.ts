@@ -56,6 +56,15 @@ const LOCAL_SENDS_PATCH = 'local-sends';
  * planning failed, so no other run records it.
  */
 const PLAN_FAILED_PATCH = 'plan-failed-parks';
+/**
+ * Runs started since: everything LOCAL_SENDS_PATCH implies, and PLAN_FAILED_PATCH's behaviour decided
+ * at the start instead of asked after the failed admission. A patch first asked right after a local
+ * activity's result can, in a replay whose markers fall in two workflow tasks (the activity outlived
+ * a task under load), be asked before the SDK knows its marker is in the history: `patched()` then
+ * answers false and the replay fails as nondeterministic (seen in CI: a worker restarted on a failed
+ * plan). Runs started before keep asking where they did.
+ */
+const PLANNED_AT_START_PATCH = 'plan-failed-parks-at-start';
 
 /** The hold of a failed plan's `n`th planning attempt: decisions are bound to it (RunView.hold). */
 const planHold = (n: number) => `plan:${n}`;
@@ -104,7 +113,8 @@ export async function handleEvent(event: InboundEvent, resumed?: Resumed): Promi
     throw ApplicationFailure.nonRetryable(`event input refused: ${refusal}`, Failure.PayloadRefused);
   // Each patch a run records costs a marker and an upsert of TemporalChangeVersion (the SDK's): new
   // runs record only the newest, which implies the ones before it.
-  const localSends = patched(LOCAL_SENDS_PATCH);
+  const plannedAtStart = patched(PLANNED_AT_START_PATCH);
+  const localSends = plannedAtStart || patched(LOCAL_SENDS_PATCH);
   const oneTaskSends = localSends || patched(ONE_TASK_SENDS_PATCH);
   const bookkeeping = mainPathRecords(oneTaskSends);
   const { workflowId } = workflowInfo();
@@ -218,8 +228,8 @@ export async function handleEvent(event: InboundEvent, resumed?: Resumed): Promi
         return admission;
       } catch (err) {
         const failure = planFailureOf(err);
-        // Runs started before this failed here, and replay so.
-        if (!failure || !patched(PLAN_FAILED_PATCH)) throw err;
+        // Runs started before PLAN_FAILED_PATCH failed here, and replay so.
+        if (!failure || !(plannedAtStart || patched(PLAN_FAILED_PATCH))) throw err;
         const decision = await parkFailedPlan(failure, planning);
         if (decision.kind === 'done') return undefined;
       }
