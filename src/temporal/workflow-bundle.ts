@@ -30,7 +30,7 @@ const CHILD_FLAG = '--replyflow-bundle-child';
 /** Webpack's output for our workflows is ~2 MiB. */
 const MAX_BUNDLE_BYTES = 64 * 2 ** 20;
 
-export const BUNDLE_CACHE_DIR = path.join(PROJECT_ROOT, 'node_modules', '.cache', 'replyflow');
+const BUNDLE_CACHE_DIR = path.join(PROJECT_ROOT, 'node_modules', '.cache', 'replyflow');
 const PREFIX = 'workflow-bundle-';
 
 /** Every .ts file under `dir`, sorted. */
@@ -46,8 +46,8 @@ function sources(dir: string): string[] {
 
 /**
  * A hash of what the bundle of `workflowsPath` is built from: its files, src/ (workflows import from
- * it) and package-lock.json (the SDK and webpack; package.json where there is no lockfile). Any edit gives another name, so a stale bundle is
- * never loaded.
+ * it) and package-lock.json (the SDK and webpack; package.json where there is no lockfile). Any edit
+ * gives another name, so a stale bundle is never loaded.
  */
 export function bundleKey(workflowsPath: string): string {
   const hash = createHash('sha256');

@@ -16,6 +16,17 @@ describe('workflow bundle, built in a child process and cached', function () {
   });
   afterEach(() => rmSync(cacheDir, { recursive: true, force: true }));
 
+  /** Runs `fn` on a workflows dir holding `index.ts` as given, inside the project (where @temporalio/workflow resolves). */
+  async function withWorkflows(index: string, fn: (dir: string) => Promise<void>): Promise<void> {
+    const dir = mkdtempSync(path.join(__dirname, '.bundle-'));
+    try {
+      writeFileSync(path.join(dir, 'index.ts'), index);
+      await fn(dir);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
   it('bundles the real workflows once, and the next call loads the same file', async () => {
     const first = await workflowBundleFor(WORKFLOWS_PATH, cacheDir);
     assert.ok('codePath' in first, 'cached on disk');
@@ -30,13 +41,7 @@ describe('workflow bundle, built in a child process and cached', function () {
   });
 
   it('names the bundle after its sources: an edit gives another name, and the old bundle goes', async () => {
-    // Inside the project, where @temporalio/workflow resolves.
-    const dir = mkdtempSync(path.join(__dirname, '.bundle-'));
-    try {
-      writeFileSync(
-        path.join(dir, 'index.ts'),
-        'export async function one(): Promise<number> { return 1; }\n',
-      );
+    await withWorkflows('export async function one(): Promise<number> { return 1; }\n', async (dir) => {
       const before = await workflowBundleFor(dir, cacheDir);
       const key = bundleKey(dir);
       writeFileSync(
@@ -49,26 +54,17 @@ describe('workflow bundle, built in a child process and cached', function () {
       assert.notEqual(after.codePath, before.codePath);
       assert.match(readFileSync(after.codePath, 'utf8'), /return 2/);
       assert.deepEqual(readdirSync(cacheDir), [path.basename(after.codePath)]);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   it('fails with the reason when the workflows do not build, and caches nothing', async () => {
-    const dir = mkdtempSync(path.join(__dirname, '.bundle-'));
-    try {
-      writeFileSync(
-        path.join(dir, 'index.ts'),
-        "import { nothing } from './missing-module';\nexport { nothing };\n",
-      );
+    await withWorkflows("import { nothing } from './missing-module';\nexport { nothing };\n", async (dir) => {
       await assert.rejects(workflowBundleFor(dir, cacheDir), (err: unknown) => {
         assert.ok(err instanceof WorkflowBundleError);
         assert.match(err.message, /missing-module/);
         return true;
       });
       assert.deepEqual(readdirSync(cacheDir), []);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 });
