@@ -10,7 +10,8 @@ import { tellNextInLine } from './next-in-line';
 export type ResultInput =
   | { effectId: string; status: 'succeeded'; externalId: string; manual?: boolean }
   | { effectId: string; status: 'held' | 'failed'; errorClass: string; error: string }
-  | { effectId: string; status: 'discarded'; manual: true }
+  /** By an operator (`manual`), or by the run itself when nothing can be sent any more. */
+  | { effectId: string; status: 'discarded'; manual?: boolean }
   /** The responder chose not to reply. */
   | { effectId: string; status: 'skipped' };
 

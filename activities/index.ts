@@ -8,6 +8,7 @@ import { ledgerActivities } from './ledger';
 import { operationsActivities } from './operations';
 import { replyActivities } from './reply';
 import { sendActivities } from './send';
+import { tenantActivities } from './tenants';
 
 export type { ActivityDeps, Alert } from './deps';
 
@@ -25,6 +26,7 @@ export function createActivities(deps: ActivityDeps) {
     ...sendActivities(deps),
     ...operationsActivities(deps),
     ...decisionActivities(deps),
+    ...tenantActivities(deps),
   };
 }
 

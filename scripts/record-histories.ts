@@ -8,18 +8,21 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@temporalio/client';
-import { connectClient } from '../src/temporal/client';
+import { createTenantCredentialStore } from '../src/db/tenant-credentials';
+import { connectClient, payloadCodec } from '../src/temporal/client';
 import { startDevServer } from '../src/temporal/dev-server';
 import { eventually } from '../test/helpers/eventually';
 import { FakeTarget } from '../test/helpers/fake-target';
 import { FakeOrders } from '../test/helpers/fakes/orders';
 import { decide, sealFor, testOperator } from '../test/helpers/operators';
-import { devServer, stopServers, TEST_ENCRYPTION_KEY } from '../test/helpers/servers';
+import { database, devServer, stopServers, TEST_ENCRYPTION_KEY } from '../test/helpers/servers';
 import { sandboxEvent, startTestWorker, testConfig, uniqueId } from '../test/helpers/system';
 import { temporalCli } from '../test/helpers/temporal-cli';
 import { startEvent, waitForState } from '../test/helpers/workflows';
 import { stripeRefund } from '../test/targets/harness';
-import { resolveSignal, statusQuery } from '../workflows/messages';
+import type { handleEvent } from '../workflows';
+import { resolveSignal, statusQuery, tenantRevokedWorkflowId } from '../workflows/messages';
+import { Tenant } from '../workflows/search-attributes';
 
 const HISTORIES = path.resolve(__dirname, '..', 'test', 'histories');
 
@@ -132,6 +135,47 @@ routes:
     await signalled.signal(resolveSignal, sealFor(alice.account, discard, { hold }));
     await signalled.result();
     await save('held-discarded-by-signal', signalled.workflowId);
+
+    // Held for a tenant whose installation is then revoked: the tenantRevoked workflow tells the run,
+    // which reads the revocation and ends discarded (revoked-tenant-ends-held). The workflow does not
+    // know targets: a blind sandbox reply carrying a Slack tenant takes the same path as a Slack one.
+    const revokedTenant = `slack:T${uniqueId('rec')
+      .replace(/[^a-z0-9]/gi, '')
+      .toUpperCase()}`;
+    const tenantStore = createTenantCredentialStore(
+      (await database()).pool,
+      payloadCodec(TEST_ENCRYPTION_KEY),
+    );
+    await tenantStore.put(
+      revokedTenant,
+      { source: 'admin', secret: { botToken: 'xoxb-recording' } },
+      { by: 'recording', reason: 'recording' },
+    );
+    fake.next('accept-then-drop');
+    const ofTenant = sandboxEvent({
+      conversationId: uniqueId('c'),
+      messageId: 'm1',
+      target: 'sandbox-blind',
+    });
+    ofTenant.replyTo!.destination.tenant = revokedTenant;
+    // Tenant, as the receiver's start sets it: what the revocation's announcement lists runs by.
+    const revokedHeld = await client.workflow.start<typeof handleEvent>('handleEvent', {
+      workflowId: ofTenant.workflowId,
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+      args: [ofTenant],
+      typedSearchAttributes: [{ key: Tenant, value: revokedTenant }],
+    });
+    await waitForState(revokedHeld, 'held');
+    await tenantStore.revoke(revokedTenant, 'app_uninstalled', { by: 'recording', reason: 'recording' });
+    const notice = await client.workflow.start('tenantRevoked', {
+      workflowId: tenantRevokedWorkflowId(revokedTenant, uniqueId('Ev')),
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+      args: [{ tenant: revokedTenant, settleMs: 1000 }],
+    });
+    await revokedHeld.result();
+    await notice.result();
+    await save('held-ended-by-revocation', revokedHeld.workflowId);
+    await save('tenant-revoked', notice.workflowId);
 
     // Two messages of one conversation at once: the later one waits for its turn, and is told.
     const busy = uniqueId('c');

@@ -33,6 +33,7 @@ import {
   resolveSignal,
   resolveUpdate,
   statusQuery,
+  tenantRevokedSignal,
   turnGrantedSignal,
   yourTurnSignal,
 } from './messages';
@@ -164,6 +165,10 @@ export async function handleEvent(event: InboundEvent, resumed?: Resumed): Promi
       },
     );
   }
+  setHandler(tenantRevokedSignal, (notice) => desk.noticeRevocation(notice?.tenant), {
+    description:
+      "Sent by replyflow when a tenant's installation is revoked: held work for it ends once the store confirms.",
+  });
   setHandler(
     statusQuery,
     () => ({ ...run.details, state: run.state, hold: run.hold(), operatorHistory: desk.history }),

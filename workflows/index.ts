@@ -1,3 +1,4 @@
 // Every workflow the worker registers.
 export { conversationTurns } from './conversation';
 export { handleEvent } from './handle-event';
+export { tenantRevoked } from './tenant-revoked';

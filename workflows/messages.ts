@@ -116,6 +116,17 @@ export const approveSignal = defineSignal<[ApproveSignal | DecisionInput]>('appr
 export const reprocessSignal = defineSignal<[ReprocessSignal | DecisionInput]>('reprocess');
 export const statusQuery = defineQuery<StatusView>('status');
 
+/**
+ * Told to an event workflow held for a tenant whose installation was revoked (a Slack team that
+ * uninstalled the app): the run reads the revocation itself, and only then ends its held work.
+ */
+export const tenantRevokedSignal = defineSignal<[{ tenant: string }]>('tenantRevoked');
+
+/** The workflow that tells a revoked tenant's held work, once per revocation notice. */
+export function tenantRevokedWorkflowId(tenant: string, noticeId: string): string {
+  return `tenant-revoked:${tenant}:${noticeId}`;
+}
+
 /** The turns workflow of one conversation (or order). */
 export function conversationWorkflowId(conversationKey: string): string {
   return `conversation:${conversationKey}`;

@@ -18,6 +18,18 @@ import type { RunView } from './run-view';
  * about one event each; and a wait whose history Temporal finds long continues as new.
  */
 const CHEAP_REFUSALS_PATCH = 'cheap-refusals';
+/**
+ * Runs started since: held work whose destination's installation was revoked (the Slack team
+ * uninstalled the app) ends by itself, discarded, once told (the tenantRevoked signal) and once the
+ * store confirms it. Asked when the run is told, so histories without that signal never ask.
+ */
+const REVOKED_ENDS_HELD_PATCH = 'revoked-tenant-ends-held';
+/**
+ * Who ends held work of a revoked tenant, and what it is called, in the status history and the audit
+ * log: not an operator's `discard`, which the audit log accepts only with its sealed decision.
+ */
+export const REVOCATION_ACTOR = 'replyflow';
+export const REVOCATION_ACTION = 'installation-revoked';
 /** How many audit rows one batch writes. */
 const AUDIT_BATCH = 100;
 /** How much of the operator history a run hands on when it continues as new. */
@@ -74,6 +86,8 @@ export class OperatorDesk {
   private writingAudits?: Promise<void>;
   /** Whether a long history makes this run continue as new; undefined until it first got long. */
   private continuing?: boolean;
+  /** Tenants this run was told are revoked, not yet checked. */
+  private readonly revocationsToCheck: string[] = [];
 
   /**
    * @param resumed what the run this one continues handed on, if any.
@@ -153,6 +167,12 @@ export class OperatorDesk {
     return new Promise((answer) => this.inbox.push({ message, arrivedIn: state, answer }));
   }
 
+  /** Told that `tenant`'s installation was revoked: checked while the run waits for a decision. */
+  noticeRevocation(tenant: unknown): void {
+    if (typeof tenant === 'string' && tenant.length <= 200 && !this.revocationsToCheck.includes(tenant))
+      this.revocationsToCheck.push(tenant);
+  }
+
   /** The delivery name of the next decision signal: deterministic, and different for each one. */
   nextSignalDelivery(): string {
     this.signalsReceived += 1;
@@ -197,7 +217,8 @@ export class OperatorDesk {
           : (resumedTimeout ?? reminderScheduleMs[Math.min(reminders, reminderScheduleMs.length - 1)]!);
       resumedTimeout = undefined;
       const dueAt = Date.now() + timeout;
-      if (!(await condition(() => this.inbox.length > 0 || this.mayContinue(), Math.max(timeout, 1)))) {
+      const woken = () => this.inbox.length > 0 || this.mayContinue() || this.revocationsToCheck.length > 0;
+      if (!(await condition(woken, Math.max(timeout, 1)))) {
         if (this.run.state === 'failed') {
           this.run.details.reason = 'nobody reprocessed or discarded it in time';
           throw new ParkExpired(
@@ -208,9 +229,13 @@ export class OperatorDesk {
         await this.alert('reminder', ctx.businessKey, reminders);
         continue;
       }
+      if (this.revocationsToCheck.length > 0) {
+        const ended = await this.endIfRevoked(ctx);
+        if (ended) return ended;
+      }
       if (this.inbox.length === 0) {
         // Woken by a long history with nothing to judge: go on in a new run, or wait on as before.
-        if (this.continueAllowed())
+        if (this.mayContinue() && this.continueAllowed())
           await this.continueAsNewNow(ctx, { reminders, parkedUntil, nextReminderAt: dueAt });
         resumedTimeout = dueAt - Date.now();
         continue;
@@ -257,6 +282,57 @@ export class OperatorDesk {
       pendingResend: this.run.state === 'awaiting_approval' ? this.run.details.pendingResend : undefined,
       operatorHistory: this.history.slice(-HANDED_HISTORY),
     });
+  }
+
+  /**
+   * Held work whose destination belongs to a tenant this run was told is revoked ends, discarded,
+   * once the store says the tenant is still revoked: nothing can be sent with its credential, so no
+   * decision is left to make. Whether the held reply reached the target stays unknown, and the
+   * record says so. Failed work is left as it is (nothing was sent; a reinstall and a reprocess send
+   * it), and so is a revocation lifted meanwhile. @returns the end, or undefined to wait on.
+   */
+  private async endIfRevoked(ctx: DeskSubject): Promise<Settled | undefined> {
+    const told = this.revocationsToCheck.splice(0);
+    const tenant = 'kind' in ctx ? undefined : ctx.step.destination.tenant;
+    const before = this.run.state;
+    if (!tenant || !told.includes(tenant) || before === 'failed') return undefined;
+    if (!patched(REVOKED_ENDS_HELD_PATCH)) return undefined;
+    const revocation = await records.tenantRevocation({ tenant });
+    if (!revocation) return undefined;
+    const discarded = await records.recordResult({
+      effectId: ctx.effectId,
+      status: 'discarded',
+    });
+    // The row moved on (an attempt, or a decision in a run a reset replaced): the next decision finds it.
+    if (!discarded.recorded && discarded.status !== 'discarded') return undefined;
+    this.run.details.pendingResend = undefined;
+    this.resendRequestedBy = undefined;
+    this.run.setState('discarded', { recommendedAction: undefined });
+    const reason = `${tenant}'s installation was revoked (${revocation.reason ?? 'revoked'}, ${revocation.revokedAt}): nothing can be sent with it. Whether the held message reached the target is unknown.`;
+    const detail = 'discarded by itself';
+    this.history.push({
+      at: new Date().toISOString(),
+      signal: 'resolve',
+      action: REVOCATION_ACTION,
+      actor: REVOCATION_ACTOR,
+      reason,
+      result: 'accepted',
+      detail,
+      stateBefore: before,
+      stateAfter: 'discarded',
+    });
+    await records.writeAudit({
+      actor: REVOCATION_ACTOR,
+      action: REVOCATION_ACTION,
+      workflowId: workflowInfo().workflowId,
+      businessKey: this.run.details.businessKey,
+      stateBefore: before,
+      stateAfter: 'discarded',
+      reason,
+      result: detail,
+    });
+    this.run.details.reason = `discarded: ${tenant}'s installation was revoked`;
+    return { kind: 'done', state: 'discarded' };
   }
 
   /** Resolves once every batched audit row is written. */

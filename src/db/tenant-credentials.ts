@@ -222,3 +222,20 @@ export function createTenantCredentialStore(pool: Pool, keys: SecretKeys) {
 }
 
 export type TenantCredentialStore = ReturnType<typeof createTenantCredentialStore>;
+
+/**
+ * Whether the tenant's credential is revoked now, and why: read without its secret (by the workers,
+ * which end an uninstalled team's held work). Undefined: installed, never seen, or removed.
+ */
+export async function revocationOf(
+  pool: Pool,
+  tenant: string,
+): Promise<{ revokedAt: Date; reason?: string } | undefined> {
+  const { rows } = await pool.query<{ revoked_at: Date | null; revoked_reason: string | null }>(
+    'SELECT revoked_at, revoked_reason FROM tenant_credentials WHERE tenant = $1',
+    [tenant],
+  );
+  const row = rows[0];
+  if (!row?.revoked_at) return undefined;
+  return { revokedAt: row.revoked_at, ...(row.revoked_reason ? { reason: row.revoked_reason } : {}) };
+}

@@ -1,9 +1,15 @@
 // The receiver role: the HTTP server in front of Temporal. Stateless; several can run side by side.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Client, Connection, isGrpcServiceError, WorkflowNotFoundError } from '@temporalio/client';
+import {
+  Client,
+  Connection,
+  isGrpcServiceError,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
+} from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
-import { statusQuery } from '../../workflows/messages';
+import { statusQuery, tenantRevokedWorkflowId } from '../../workflows/messages';
 import { type Config, sandboxSecrets, slackOAuthSettings } from '../config';
 import { createSignedBodiesStore } from '../db/github-signed-bodies';
 import type { Pool } from '../db/pool';
@@ -133,6 +139,19 @@ export async function startReceiver(options: {
           });
           tenants.forget(tenant);
           if (revoked) logger.info({ tenant, reason }, 'slack installation revoked');
+          // Its held work ends by itself: a workflow tells each held run (workflows/tenant-revoked.ts).
+          // Started for a repeated notice too: the first may have been refused before it started.
+          await calls.run(config.WEBHOOK_START_DEADLINE_MS, () =>
+            client.workflow
+              .start('tenantRevoked', {
+                workflowId: tenantRevokedWorkflowId(tenant, eventId),
+                taskQueue: config.TEMPORAL_TASK_QUEUE,
+                args: [{ tenant }],
+              })
+              .catch((err: unknown) => {
+                if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+              }),
+          );
         },
       },
     }),

@@ -10,7 +10,8 @@ import type { Config } from '../../src/config';
 import { signSlackRequest } from '../../src/providers/slack';
 import { SLACK_EVENTS_ACTOR, SLACK_OAUTH_ACTOR } from '../../src/receiver/slack-install';
 import { signInstallState } from '../../src/tenants/slack-oauth';
-import { statusQuery } from '../../workflows/messages';
+import { statusQuery, tenantRevokedSignal } from '../../workflows/messages';
+import { REVOCATION_ACTION, REVOCATION_ACTOR } from '../../workflows/operator-desk';
 import type { EventResult } from '../../workflows/run-view';
 import { eventually } from '../helpers/eventually';
 import { FakeSlack } from '../helpers/fakes/slack';
@@ -345,6 +346,48 @@ describe('Slack installations: many workspaces through the OAuth flow (receiver,
     assert.notEqual(newToken, oldToken);
     assertOneReplyWith(again.channel, newToken);
     for (const handle of [pending.handle, next.handle]) await handle.terminate('test done');
+  });
+
+  it("ends an uninstalled team's held work by itself, discarded and audited; another team's held work, and a notice the store does not confirm, change nothing", async () => {
+    const [gone, stays] = [newTeam(), newTeam()];
+    for (const team of [gone, stays]) assert.equal((await install(team)).status, 200);
+    // Two replies Slack answers 500 (maybe applied) and the history does not show: held, each.
+    slack.next({ status: 500 }, { status: 500 });
+    const [goneHeld, staysHeld] = await Promise.all([mention(gone), mention(stays)]);
+    await Promise.all([waitForState(goneHeld.handle, 'held'), waitForState(staysHeld.handle, 'held')]);
+    // Anyone with access to Temporal could send this: the run asks the store, which says installed.
+    await staysHeld.handle.signal(tenantRevokedSignal, { tenant: `slack:${stays}` });
+
+    slack.uninstall(gone);
+    await (await deliver(gone, { type: 'app_uninstalled' })).result();
+    const ended = await waitForState(goneHeld.handle, 'discarded');
+    const result = (await goneHeld.handle.result()) as EventResult;
+    assert.equal(result.state, 'discarded');
+    assert.match(result.reason ?? '', new RegExp(`slack:${gone}'s installation was revoked`));
+    const last = ended.operatorHistory.at(-1)!;
+    assert.deepEqual(
+      [last.actor, last.action, last.result],
+      [REVOCATION_ACTOR, REVOCATION_ACTION, 'accepted'],
+    );
+    assert.match(
+      last.reason ?? '',
+      /revoked \(app_uninstalled, .*\): nothing can be sent with it\. Whether the held message reached the target is unknown/,
+    );
+    const [row] = await effectRows(`chat:slack:${gone}:${goneHeld.channel}:`);
+    assert.equal(row?.status, 'discarded');
+    const audit = (await auditRows(goneHeld.handle.workflowId)).at(-1);
+    assert.deepEqual(audit && [audit.actor, audit.action, audit.state_before, audit.state_after], [
+      REVOCATION_ACTOR,
+      REVOCATION_ACTION,
+      'held',
+      'discarded',
+    ]);
+    assert.equal(postsIn(goneHeld.channel).length, 1, 'only the attempt before the uninstall reached Slack');
+
+    const other = await staysHeld.handle.query(statusQuery);
+    assert.equal(other.state, 'held', "the other team's held work waits for an operator");
+    assert.equal(other.operatorHistory.length, 0, 'and the unconfirmed notice left no trace');
+    await staysHeld.handle.terminate('test done');
   });
 
   it('revokes a team whose bot token was revoked (tokens_revoked), and not for user tokens only', async () => {
