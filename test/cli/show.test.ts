@@ -1,13 +1,14 @@
-// `replyflow show` as an operator reads it: a reader that stops early (`| head`) ends the command
-// quietly. The real dev server, PostgreSQL, a receiver, and a worker on this suite's queue sending to
+// `replyflow show` as an operator reads it: what a finished effect went through is history, not a
+// problem of now, and a reader that stops early (`| head`) ends the command quietly. The real dev server, PostgreSQL, a receiver, and a worker on this suite's queue sending to
 // a fake target.
 import assert from 'node:assert/strict';
 import { createAuditLog } from '../../src/db/audit-log';
+import type { Inspection } from '../../src/operator/inspect';
 import { operatorDecides, type TestOperator, testOperator } from '../helpers/operators';
 import { database } from '../helpers/servers';
 import { workerSuite } from '../helpers/system';
 import { heldItem } from '../helpers/workflows';
-import { cliProcess } from './harness';
+import { cli, cliJson, cliProcess } from './harness';
 
 describe('replyflow show (dev server, PostgreSQL, a receiver, a worker, a fake target)', function () {
   this.timeout(180_000);
@@ -32,6 +33,33 @@ describe('replyflow show (dev server, PostgreSQL, a receiver, a worker, a fake t
     await item.handle.result();
     return item;
   }
+
+  it('shows the last error of a succeeded effect as what happened before it succeeded, not as its error class', async () => {
+    const { handle, effectId } = await succeededAfterAnError();
+    const shown = await cliJson<Inspection>(['show', handle.workflowId], { as: viewer });
+    const effect = shown.effects.find((e) => e.id === effectId)!;
+    assert.equal(effect.status, 'succeeded');
+    assert.equal(effect.lastErrorClass, 'unknown', 'the JSON keeps the row as it is');
+
+    const text = await cli(['show', handle.workflowId], { as: viewer });
+    assert.equal(text.code, 0, text.stderr);
+    const lines = text.stdout.split('\n');
+    const effectLine = lines.find((l) => l.startsWith(effectId))!;
+    assert.ok(effectLine, text.stdout);
+    assert.ok(!/\bunknown\b/.test(effectLine), `the effect's line names no error class: ${effectLine}`);
+    assert.ok(
+      !lines.some((l) => /^last error( class)? {2}/.test(l)),
+      `no current error among the fields:\n${text.stdout}`,
+    );
+    assert.ok(
+      lines.some((l) => /^last error before it succeeded {2,}unknown — connection lost/.test(l)),
+      `the workflow's old error is a field that says it came before:\n${text.stdout}`,
+    );
+    assert.ok(
+      lines.includes(`  ${effectId}: last error before it succeeded: unknown — ${effect.lastError}`),
+      `the effect's old error is shown as history:\n${text.stdout}`,
+    );
+  });
 
   it('exits 0 with no stack trace when its reader closes the pipe after the first line (| head -n 1)', async () => {
     const { handle } = await succeededAfterAnError();
