@@ -18,11 +18,30 @@ export interface CliIo {
   readSecret(prompt: string): Promise<string>;
 }
 
+/**
+ * One of the process's streams for a reader that may leave early (`replyflow show … | head`): once
+ * the pipe is closed, what is left to print has nobody to read it, so it is dropped and the command
+ * ends as it would have, with its own exit code, instead of Node's EPIPE stack trace.
+ */
+function leavable(stream: NodeJS.WriteStream): Output {
+  if (!stream.listeners('error').includes(ignoreClosedPipe)) stream.on('error', ignoreClosedPipe);
+  return {
+    get isTTY() {
+      return stream.isTTY;
+    },
+    write: (text) => stream.writable && stream.write(text),
+  };
+}
+
+function ignoreClosedPipe(err: NodeJS.ErrnoException): void {
+  if (err.code !== 'EPIPE') throw err;
+}
+
 export function processIo(): CliIo {
   return {
     env: process.env,
-    stdout: process.stdout,
-    stderr: process.stderr,
+    stdout: leavable(process.stdout),
+    stderr: leavable(process.stderr),
     async confirm(question) {
       if (!process.stdin.isTTY) return false;
       const rl = createInterface({ input: process.stdin, output: process.stderr });

@@ -210,8 +210,7 @@ function printInspection(io: CliIo, { workflow, effects, audit }: Inspection): v
     ['tenant', workflow.tenant],
     ['step', s.step],
     ['attempts', s.attempts],
-    ['last error class', s.lastErrorClass],
-    ['last error', s.lastError],
+    ...lastErrorFields(s.state, s.lastErrorClass, s.lastError),
     ['recommended action', s.recommendedAction],
     ['business key', s.businessKey],
     ['effect id', s.effectId],
@@ -261,16 +260,58 @@ function printInspection(io: CliIo, { workflow, effects, audit }: Inspection): v
           e.businessKey,
           e.status,
           e.attempts,
-          e.lastErrorClass,
+          FINISHED_AS[e.status] ? undefined : e.lastErrorClass,
           e.externalId,
           e.workflowId === workflow.workflowId ? 'this workflow' : e.workflowId,
           e.updatedAt,
         ]),
       ),
     );
+  for (const e of effects) {
+    const history = errorHistory(e.status, e.lastErrorClass, e.lastError);
+    if (history) printLine(out, `  ${e.id}: ${history.join(': ')}`);
+  }
   printLine(out);
   printLine(out, `Audit (${audit.length})`);
   if (audit.length > 0) printLine(out, auditTable(audit));
+}
+
+/** What a finished workflow or effect did in the end: an error before it is history, not a problem of now. */
+const FINISHED_AS: Partial<Record<string, string>> = {
+  succeeded: 'it succeeded',
+  discarded: 'it was discarded',
+};
+
+/**
+ * The last error as `show` prints it: its class and summary while the work is unfinished; once it
+ * succeeded or was discarded, the one field of {@link errorHistory} (none when there was no error).
+ */
+function lastErrorFields(
+  status: string,
+  errorClass: string | null | undefined,
+  error: string | null | undefined,
+): [string, string | null | undefined][] {
+  if (!FINISHED_AS[status])
+    return [
+      ['last error class', errorClass],
+      ['last error', error],
+    ];
+  const history = errorHistory(status, errorClass, error);
+  return history ? [history] : [];
+}
+
+/** The error of work that then succeeded or was discarded, as history: `[label, summary]`. */
+function errorHistory(
+  status: string,
+  errorClass: string | null | undefined,
+  error: string | null | undefined,
+): [string, string] | undefined {
+  const finishedAs = FINISHED_AS[status];
+  if (!finishedAs || !(errorClass || error)) return undefined;
+  return [
+    `last error before ${finishedAs}`,
+    errorClass && error ? `${errorClass} — ${error}` : (errorClass || error)!,
+  ];
 }
 
 export function auditTable(rows: Inspection['audit']): string {

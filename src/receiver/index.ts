@@ -81,12 +81,14 @@ export async function startReceiver(options: {
   const port = options.port ?? config.PORT;
   let selfUrl = '';
   // The codec server: payloads decrypted, and decisions sealed, for authenticated operators only.
+  // The launcher binds the process part's `role`; a part of the receiver names itself in `component`,
+  // since a second `role` binding would write the key twice in each of its lines.
   const codecOptions = codecServerOptions(
     config,
     options.encryptionKey,
     pool,
     (workflowId) => workflowStatus(client, workflowId),
-    logger.child({ role: 'codec' }),
+    logger.child({ component: 'codec' }),
   );
   const codecServer = codecRouter(codecOptions);
   // Beside it, for the same operators: what the replyflow CLI asks, so operators need no other access.
@@ -95,7 +97,7 @@ export async function startReceiver(options: {
     pool,
     codec: codecOptions,
     temporalAddress: options.temporalAddress,
-    logger: logger.child({ role: 'operator-api' }),
+    logger: logger.child({ component: 'operator-api' }),
   });
   const sandbox = sandboxSecrets(config);
   const sandboxRoutes = sandbox
@@ -123,7 +125,7 @@ export async function startReceiver(options: {
           settings: slackOAuth,
           store: tenantStore,
           tenants,
-          logger: logger.child({ role: 'slack-install' }),
+          logger: logger.child({ component: 'slack-install' }),
         }),
       ]
     : [];

@@ -126,10 +126,18 @@ export async function cliJson<T>(argv: string[], options: InProcessOptions = {})
 
 const BIN = path.resolve(__dirname, '..', '..', 'bin', 'replyflow.js');
 
-/** The real executable, as an operator runs it; `input` is written to its stdin. */
+/**
+ * The real executable, as an operator runs it; `input` is written to its stdin. With `firstLineOnly`
+ * its reader leaves after the first line, closing the pipe as `replyflow … | head -n 1` does.
+ */
 export async function cliProcess(
   argv: string[],
-  options: { as?: TestOperator; env?: Record<string, string | undefined>; input?: string } = {},
+  options: {
+    as?: TestOperator;
+    env?: Record<string, string | undefined>;
+    input?: string;
+    firstLineOnly?: boolean;
+  } = {},
 ): Promise<CliResult> {
   const childEnv: NodeJS.ProcessEnv = { ...process.env };
   // What the test process has must not help the CLI: it does without a key, a database and Temporal.
@@ -141,6 +149,10 @@ export async function cliProcess(
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => {
     stdout += chunk.toString();
+    if (options.firstLineOnly && stdout.includes('\n')) {
+      stdout = stdout.slice(0, stdout.indexOf('\n') + 1);
+      child.stdout.destroy();
+    }
   });
   child.stderr.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();
