@@ -33,8 +33,11 @@ export interface VerifiedBody {
 export type Verified =
   /** `hold`: the hold the decision answers (absent only in the histories of runs started before). */
   | { ok: true; operator: string; requestId: string; hold?: string; body: VerifiedBody }
-  /** `operator`: set once the seal verified, so the refusal is recorded against them. */
-  | { ok: false; reason: string; action?: string; operator?: string };
+  /**
+   * `operator`: set once the seal verified, so the refusal is recorded against them; `operatorReason`:
+   * the reason they gave, for the record, once their seal verified.
+   */
+  | { ok: false; reason: string; action?: string; operator?: string; operatorReason?: string };
 
 /** Clock skew tolerated between the codec server and the worker for a seal's issue time. */
 const SKEW_MS = 60_000;
@@ -56,6 +59,7 @@ export function decisionActivities({ operators, payloadKeys, pool }: ActivityDep
       reason,
       action: typeof raw.action === 'string' ? raw.action.slice(0, 40) : undefined,
       operator: claims.operator,
+      operatorReason: typeof raw.reason === 'string' ? raw.reason.slice(0, 500) : undefined,
     });
     const age = Date.now() - claims.issuedAt;
     if (!(age <= DECISION_TTL_MS))

@@ -142,7 +142,7 @@ export class OperatorDesk {
       // role); a seal that does not verify names nobody.
       const unverified: OperatorMessage = {
         signal,
-        payload: { action: verified.action },
+        payload: { action: verified.action, reason: verified.operatorReason },
         actor: verified.operator ?? '(unverified)',
       };
       return this.record(

@@ -253,7 +253,16 @@ describe('operator CLI: held and failed work (dev server, PostgreSQL, codec serv
     const { handle, conversationId } = await held();
     const rowsBefore = await effectRows(keyOf(conversationId));
     const result = await cli(
-      ['resolve', handle.workflowId, '--action', 'mark-sent', '--external-id', 'x', '--reason', 'r'],
+      [
+        'resolve',
+        handle.workflowId,
+        '--action',
+        'mark-sent',
+        '--external-id',
+        'x',
+        '--reason',
+        'seen it there',
+      ],
       { as: viewer },
     );
     assert.equal(result.code, 3);
@@ -263,8 +272,14 @@ describe('operator CLI: held and failed work (dev server, PostgreSQL, codec serv
     );
     const audit = await auditRows(handle.workflowId);
     assert.deepEqual(
-      audit.map((a) => [a.action, a.result]),
-      [['mark-sent', `rejected: not permitted: ${viewer.account.name} does not have the mark-sent role`]],
+      audit.map((a) => [a.action, a.result, a.reason]),
+      [
+        [
+          'mark-sent',
+          `rejected: not permitted: ${viewer.account.name} does not have the mark-sent role`,
+          'seen it there',
+        ],
+      ],
     );
     assert.equal((await handle.query(statusQuery)).state, 'held');
     assert.deepEqual(await effectRows(keyOf(conversationId)), rowsBefore);
