@@ -23,6 +23,8 @@ interface Result {
   afterAcks: number[];
   burstS: number;
   acksPerSecond: number;
+  /** Those over the bound: seconds after the first of them was sent, and how long each waited. */
+  slow: { atS: number; ms: number }[];
 }
 
 async function measure(fairness: boolean, single: number, concurrency: number): Promise<Result> {
@@ -46,6 +48,8 @@ async function measure(fairness: boolean, single: number, concurrency: number): 
       (flood) => flood.ackedAt,
     );
     const sorted = (list: { ms: number }[]) => list.map((w) => w.ms).sort((a, b) => a - b);
+    const firstSent = Math.min(...waits.map((w) => w.sent));
+    const bound = unloaded.p50 + 1000;
     return {
       fairness: fairness ? 'on' : 'off',
       unloadedP50: unloaded.p50,
@@ -54,6 +58,10 @@ async function measure(fairness: boolean, single: number, concurrency: number): 
       afterAcks: sorted(waits.filter((w) => !duringAcks(w))),
       burstS: flood.allRepliedS,
       acksPerSecond: flood.acksPerSecond,
+      slow: waits
+        .filter((w) => w.ms > bound)
+        .map((w) => ({ atS: (w.sent - firstSent) / 1000, ms: w.ms }))
+        .sort((a, b) => a.atS - b.atS),
     };
   } finally {
     await system.stop();
@@ -111,6 +119,12 @@ async function main(): Promise<void> {
       `${list.filter((ms) => ms <= bound).length} of ${list.length} within, p99 ${percentile(list, 99).toFixed(0)} ms`;
     console.log(`${r.fairness.padEnd(8)} ${part(r.duringAcks)} / ${part(r.afterAcks)}`);
   }
+  console.log('');
+  console.log('over the bound: sent at (s after the first) → waited');
+  for (const r of results)
+    console.log(
+      `${r.fairness.padEnd(8)} ${r.slow.map((w) => `${w.atS.toFixed(0)} s → ${(w.ms / 1000).toFixed(1)} s`).join(', ') || 'none'}`,
+    );
 }
 
 main().catch((err) => {

@@ -234,8 +234,11 @@ export async function createWorker(
       shutdownGraceTime: config.SEND_TIMEOUT,
       // A burst into one conversation leaves many workflows waiting for their turn: keep them cached
       // where memory allows, and run enough sends at once that gather windows do not queue them.
-      ...(config.WORKER_MAX_CACHED_WORKFLOWS !== undefined && {
-        maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS,
+      // Beside a receiver (`replyflow start`, under npm start's heap limit) as many as it runs tasks:
+      // the SDK would derive 32 from a 256 MiB heap, and evict and replay on nearly every task
+      // (replies 22 % slower at 192 MiB; docs/benchmarks.md, "Memory").
+      ...((config.WORKER_MAX_CACHED_WORKFLOWS !== undefined || options.acksFirst) && {
+        maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS ?? eagerWorkflowTaskSlots(config),
       }),
       ...(options.acksFirst
         ? { tuner: options.acksFirst.tuner() }

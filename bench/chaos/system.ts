@@ -32,6 +32,14 @@ import { type DevServer, startDevServer } from '../../src/temporal/dev-server';
 const { TaskQueueType, TaskQueueKind } = proto.api.enums.v1;
 const BIN = path.join(PROJECT_ROOT, 'bin', 'replyflow.js');
 
+/** The Node.js options `npm start` gives `replyflow start` (package.json), so that it runs here as there. */
+function npmStartNodeArgs(): string[] {
+  const { scripts } = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8'));
+  return String(scripts.start)
+    .split(/\s+/)
+    .filter((word) => word.startsWith('--'));
+}
+
 export const SYSTEM_SECRET = `whsec_${randomBytes(24).toString('base64')}`;
 /** What the workers present to the sandbox target API on the receivers. */
 const SYSTEM_SANDBOX_TOKEN = randomBytes(24).toString('base64url');
@@ -240,7 +248,10 @@ export class System {
   private spawnRole(role: RoleProcess['role'], slot: number, env: Record<string, string> = {}): RoleProcess {
     const logFile = path.join(this.dir, 'logs', `${role}-${slot}-${Date.now()}.log`);
     const fd = openSync(logFile, 'a');
-    const nodeArgs = role === 'receiver' ? [] : (this.options.workerNodeArgs ?? []);
+    const nodeArgs =
+      role === 'receiver'
+        ? []
+        : (this.options.workerNodeArgs ?? (role === 'start' ? npmStartNodeArgs() : []));
     const child = spawn(process.execPath, [...nodeArgs, BIN, role], {
       cwd: PROJECT_ROOT,
       env: { ...this.roleEnv(), ...env },
