@@ -55,6 +55,13 @@ export const lookups = proxyActivities<Activities>({
   retry: { initialInterval: '2s', maximumAttempts: 5 },
 });
 
+/** Telling a revoked tenant's held runs (workflows/tenant-revoked.ts): a listing, heartbeated per run told. */
+export const announcer = proxyActivities<Activities>({
+  startToCloseTimeout: '2m',
+  heartbeatTimeout: '30s',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' },
+});
+
 export const alerts = proxyActivities<Activities>({
   startToCloseTimeout: '15s',
   retry: { initialInterval: '2s', maximumAttempts: 5 },

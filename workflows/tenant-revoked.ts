@@ -2,14 +2,8 @@
 // its held runs, which then end their held work by themselves (workflows/operator-desk.ts). Told twice:
 // at once, and once what was in flight at the revocation has settled (a send whose outcome is unknown
 // goes held only after its lookups, and visibility lags a little).
-import { proxyActivities, sleep } from '@temporalio/workflow';
-import type { Activities } from '../activities';
-
-const announcer = proxyActivities<Activities>({
-  startToCloseTimeout: '2m',
-  heartbeatTimeout: '30s',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' },
-});
+import { sleep } from '@temporalio/workflow';
+import { announcer } from './activity-stubs';
 
 /** How long after the revocation the held runs are told again, by default. */
 export const REVOCATION_SETTLE_MS = 5 * 60_000;
