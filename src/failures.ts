@@ -26,6 +26,11 @@ export const Failure = {
   PayloadRefused: 'PayloadRefusedError',
   /** The event workflow gave up on failed work nobody reprocessed or discarded in time. */
   EffectFailed: 'EffectFailed',
+  /**
+   * A decision the workflow refused: its Update fails with the refusal's reason as the message, so
+   * that the Web UI shows it as failed, not as "Update successful". Clients read it as `Rejected: …`.
+   */
+  DecisionRejected: 'DecisionRejectedError',
 } as const;
 
 export type FailureType = (typeof Failure)[keyof typeof Failure];

@@ -148,10 +148,13 @@ export async function handleEvent(event: InboundEvent, resumed?: Resumed): Promi
     ['reprocess', reprocessUpdate, reprocessSignal, 'Run failed work again: {"workflowId","reason"}'],
   ];
   for (const [name, update, signal, shape] of decisions) {
-    const description = `${shape}. Sealed by the codec server for the operator logged in there; answers Accepted or Rejected.`;
-    setHandler(update, (input) => desk.decide(name, input, `update:${currentUpdateInfo()?.id}`), {
-      description,
-    });
+    const description = `${shape}. Sealed by the codec server for the operator logged in there; answers Accepted, or fails with the reason it was rejected.`;
+    setHandler(
+      update,
+      async (input) =>
+        OperatorDesk.updateAnswer(await desk.decide(name, input, `update:${currentUpdateInfo()?.id}`)),
+      { description },
+    );
     // Runs started before decisions were sealed recorded their signals unverified; replaying those
     // histories takes that path. Every signal that arrives now is verified like an update.
     setHandler(

@@ -2,9 +2,17 @@
 // held or failed it alerts, reminds, and applies each message the judge (workflows/operator.ts)
 // accepts; every message, accepted or not, is recorded in the status view and the audit log. A wait
 // whose history grows long (a flood of messages nobody can have sealed) goes on in a new run.
-import { allHandlersFinished, condition, log, patched, workflowInfo } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  allHandlersFinished,
+  condition,
+  log,
+  patched,
+  sleep,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { AuditRow } from '../activities/operations';
-import { errorMessage } from '../src/failures';
+import { errorMessage, Failure } from '../src/failures';
 import type { SendInput } from '../src/model';
 import { alerts, records } from './activity-stubs';
 import type { AnswerLeft, Decision, DeskSubject, EffectContext, Settled } from './effect-context';
@@ -25,11 +33,21 @@ const CHEAP_REFUSALS_PATCH = 'cheap-refusals';
  */
 const REVOKED_ENDS_HELD_PATCH = 'revoked-tenant-ends-held';
 /**
+ * Runs started since: a decision that sends again (an approved resend, a reprocess) lets its
+ * workflow task end before the send. The send is a local activity, which holds the task open while
+ * it runs (up to SEND_TIMEOUT, and the responder's and the conversation's waits), and the Update's
+ * verdict leaves the worker only with the task: the operator waited for the send (issue 27). A
+ * 1 ms timer ends the task. Asked when such a decision is accepted, so no other run records it.
+ */
+const VERDICT_FIRST_PATCH = 'verdict-before-send';
+/**
  * Who ends held work of a revoked tenant, and what it is called, in the status history and the audit
  * log: not an operator's `discard`, which the audit log accepts only with its sealed decision.
  */
 export const REVOCATION_ACTOR = 'replyflow';
 export const REVOCATION_ACTION = 'installation-revoked';
+/** How a refusal's verdict begins; the rest is its reason. */
+const REJECTED = 'Rejected: ';
 /** How many audit rows one batch writes. */
 const AUDIT_BATCH = 100;
 /** How much of the operator history a run hands on when it continues as new. */
@@ -167,6 +185,24 @@ export class OperatorDesk {
     return new Promise((answer) => this.inbox.push({ message, arrivedIn: state, answer }));
   }
 
+  /**
+   * A verdict as the decision's Update answers it: accepted, the verdict; rejected, a failed Update
+   * whose message is the reason (the Web UI shows a failed update, not "Update successful").
+   * @throws ApplicationFailure of type DecisionRejected for a rejection.
+   */
+  static updateAnswer(verdict: string): string {
+    if (!verdict.startsWith(REJECTED)) return verdict;
+    const refusal = ApplicationFailure.create({
+      type: Failure.DecisionRejected,
+      message: verdict.slice(REJECTED.length),
+      nonRetryable: true,
+    });
+    // The Web UI prints a failure's stack under its message: the worker's file paths say nothing to
+    // an operator.
+    refusal.stack = '';
+    throw refusal;
+  }
+
   /** Told that `tenant`'s installation was revoked: checked while the run waits for a decision. */
   noticeRevocation(tenant: unknown): void {
     if (typeof tenant === 'string' && tenant.length <= 200 && !this.revocationsToCheck.includes(tenant))
@@ -241,6 +277,7 @@ export class OperatorDesk {
         continue;
       }
       const decision = await this.judgeNext(ctx);
+      if (decision?.kind === 'send-again' && patched(VERDICT_FIRST_PATCH)) await sleep(1);
       if (decision) return decision;
     }
   }
@@ -560,7 +597,7 @@ export class OperatorDesk {
     };
     if (audit === 'now') await records.writeAudit(row);
     else this.queueAudit(row);
-    const verdict = result === 'accepted' ? `Accepted: ${detail ?? action}` : `Rejected: ${detail}`;
+    const verdict = result === 'accepted' ? `Accepted: ${detail ?? action}` : `${REJECTED}${detail}`;
     entry.answer?.(verdict);
     return verdict;
   }

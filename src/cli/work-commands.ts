@@ -1,6 +1,7 @@
 // The commands about held and failed work: find it (`held`, `failed`), understand it (`show`), and
 // decide (`resolve`, `approve`, `reprocess`, one workflow or a selection), each through replyflow's
 // operator API (src/operator/api.ts), which reads, checks roles and sends the decisions.
+import { setTimeout as delay } from 'node:timers/promises';
 import { type Command, Option } from 'commander';
 import type { ResolveAction } from '../../workflows/messages';
 import { accepted, actionOf, type DecisionRequest, validateRequest } from '../operator/decisions';
@@ -28,6 +29,11 @@ function tenantFlag(value: string | undefined): string | undefined {
 }
 const waitOption = () =>
   new Option('--wait <duration>', "how long to wait for the workflow's verdict").default('60s');
+const followOption = () =>
+  new Option(
+    '--follow',
+    'after an accepted resend or reprocess, also wait (within --wait) for how the send ends',
+  );
 
 export function registerWorkCommands(program: Command, ctx: CliContext): void {
   for (const kind of ['held', 'failed'] as const) {
@@ -86,6 +92,7 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
     .requiredOption('--reason <text>', 'why, for the audit log')
     .option('--external-id <id>', 'with mark-sent: the id the target gave the message that was sent')
     .addOption(waitOption())
+    .addOption(followOption())
     .addOption(jsonOption())
     .action(
       operatorAction(ctx, (session, workflowId: string, opts: DecisionOptions & { action: ResolveAction }) =>
@@ -104,6 +111,7 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
     .argument('<workflowId>')
     .requiredOption('--reason <text>', 'why, for the audit log')
     .addOption(waitOption())
+    .addOption(followOption())
     .addOption(jsonOption())
     .action(
       operatorAction(ctx, (session, workflowId: string, opts: DecisionOptions) =>
@@ -126,6 +134,7 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
     .option('--dry-run', 'show what would happen and change nothing')
     .option('--yes', 'do not ask for confirmation')
     .addOption(waitOption())
+    .addOption(followOption())
     .addOption(jsonOption())
     .action(
       operatorAction(ctx, (session, workflowId: string | undefined, opts: ReprocessOptions) =>
@@ -147,6 +156,7 @@ interface ListOptions {
 interface DecisionOptions {
   reason: string;
   wait: string;
+  follow?: boolean;
   json?: boolean;
   externalId?: string;
 }
@@ -339,10 +349,15 @@ async function decideOne(
 ): Promise<number> {
   validateRequest(request);
   const waitMs = parseDurationFlag(opts.wait, '--wait');
+  const deadline = Date.now() + waitMs;
   // replyflow checks the token first, so a refused one stops there, before anything is read.
   const outcome = await session.api().decide(workflowId, request, waitMs);
   const { operator } = outcome;
-  if (opts.json) printJson(io.stdout, outcome);
+  // The verdict comes first, on its own; what a resend or reprocess then does is followed only when
+  // asked, so that the verdict is never held up by the send.
+  const following = opts.follow && accepted(outcome) && sendsAgain(outcome.verdict!);
+  const then = following ? await followSend(session, workflowId, deadline) : undefined;
+  if (opts.json) printJson(io.stdout, then ? { ...outcome, then } : outcome);
   else {
     printLine(io.stdout, `${actionOf(request)} ${workflowId} as ${operator} (update ${outcome.updateId})`);
     printLine(
@@ -350,9 +365,55 @@ async function decideOne(
       outcome.verdict ??
         `No verdict within ${formatAge(waitMs)}: the update was sent; check \`replyflow show ${workflowId}\`.`,
     );
+    if (then) printLine(io.stdout, thenLine(then, workflowId));
   }
   if (outcome.verdict === undefined) return EXIT.notDone;
-  return accepted(outcome) ? EXIT.ok : EXIT.refused;
+  if (!accepted(outcome)) return EXIT.refused;
+  return then && then.state !== 'succeeded' ? EXIT.notDone : EXIT.ok;
+}
+
+/** Verdicts after which the run sends again: an approved resend, an accepted reprocess. */
+function sendsAgain(verdict: string): boolean {
+  return verdict === 'Accepted: resend approved' || verdict === 'Accepted: reprocess';
+}
+
+/** The states a send settles in: the run stops there, or waits for an operator again. */
+const SETTLED_STATES = ['succeeded', 'held', 'failed', 'discarded'];
+/** How often `--follow` reads the workflow's state again. */
+const FOLLOW_POLL_MS = 500;
+
+interface SendFollowed {
+  /** The state the send settled in, or the state it was still in at the deadline. */
+  state: string;
+  settled: boolean;
+  externalId?: string;
+  lastErrorClass?: string;
+}
+
+/** Reads the workflow's state until the send it started settles, or until the deadline. */
+async function followSend(session: Session, workflowId: string, deadline: number): Promise<SendFollowed> {
+  for (;;) {
+    const { workflow, effects } = await session.api().show(workflowId);
+    const { state, lastErrorClass } = workflow.status;
+    const settled = SETTLED_STATES.includes(state);
+    if (settled || Date.now() + FOLLOW_POLL_MS > deadline) {
+      const externalId = effects.filter((e) => e.workflowId === workflowId).at(-1)?.externalId ?? undefined;
+      return {
+        state,
+        settled,
+        ...(state === 'succeeded' && externalId ? { externalId } : {}),
+        ...(state !== 'succeeded' && lastErrorClass ? { lastErrorClass } : {}),
+      };
+    }
+    await delay(FOLLOW_POLL_MS);
+  }
+}
+
+function thenLine(then: SendFollowed, workflowId: string): string {
+  if (!then.settled)
+    return `Then: still ${then.state} at the end of --wait; check \`replyflow show ${workflowId}\`.`;
+  if (then.state === 'succeeded') return `Then: sent${then.externalId ? ` (${then.externalId})` : ''}.`;
+  return `Then: ${then.state} again${then.lastErrorClass ? ` (${then.lastErrorClass})` : ''}; see \`replyflow show ${workflowId}\`.`;
 }
 
 function selects(opts: ReprocessOptions): boolean {

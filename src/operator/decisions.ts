@@ -6,8 +6,10 @@
 // that a typo costs no audit row.
 import { randomUUID } from 'node:crypto';
 import {
+  ApplicationFailure,
   type Client,
   WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
   WorkflowUpdateRPCTimeoutOrCancelledError,
 } from '@temporalio/client';
 import {
@@ -17,6 +19,7 @@ import {
   reprocessUpdate,
   resolveUpdate,
 } from '../../workflows/messages';
+import { Failure } from '../failures';
 import { OperatorInputError } from './errors';
 import type { WorkflowStatus } from './workflows';
 import { workflowStatus } from './workflows';
@@ -86,6 +89,25 @@ export function accepted(outcome: DecisionOutcome): boolean {
   return outcome.verdict?.startsWith('Accepted') ?? false;
 }
 
+/**
+ * A decision Update's verdict: its result when accepted, `Rejected: <reason>` when the workflow
+ * refused it (the Update fails then, so that the Web UI shows the refusal as a failure).
+ */
+export async function updateVerdict(result: Promise<string>): Promise<string> {
+  try {
+    return await result;
+  } catch (err) {
+    const { cause } = err as { cause?: unknown };
+    if (
+      err instanceof WorkflowUpdateFailedError &&
+      cause instanceof ApplicationFailure &&
+      cause.type === Failure.DecisionRejected
+    )
+      return `Rejected: ${cause.message}`;
+    throw err;
+  }
+}
+
 export interface DecideOptions {
   workflowId: string;
   request: DecisionRequest;
@@ -117,7 +139,7 @@ export async function decide(client: Client, options: DecideOptions): Promise<De
   const handle = client.workflow.getHandle(workflowId, current.runId);
   try {
     const verdict = await client.connection.withDeadline(Date.now() + (options.waitMs ?? 60_000), () =>
-      handle.executeUpdate(UPDATES[request.signal], { args: [input], updateId }),
+      updateVerdict(handle.executeUpdate(UPDATES[request.signal], { args: [input], updateId })),
     );
     return { workflowId, runId: current.runId, updateId, verdict };
   } catch (err) {
@@ -140,7 +162,9 @@ export async function awaitVerdict(
     .getHandle(sent.workflowId, sent.runId)
     .getUpdateHandle<string>(sent.updateId);
   try {
-    const verdict = await client.connection.withDeadline(Date.now() + waitMs, () => update.result());
+    const verdict = await client.connection.withDeadline(Date.now() + waitMs, () =>
+      updateVerdict(update.result()),
+    );
     return { ...sent, verdict };
   } catch (err) {
     if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) return sent;

@@ -210,6 +210,30 @@ export const webUi = {
     await dialog.waitFor({ state: 'hidden' });
   },
 
+  /**
+   * Sends an Update the workflow refuses: the dialog stays open and shows the failed update's message,
+   * `reason`, and nothing else; then closes it.
+   */
+  async sendRefusedUpdate(
+    page: Page,
+    name: string,
+    payload: object,
+    reason: string,
+    beforeClose?: () => Promise<void>,
+  ) {
+    await page.getByRole('button', { name: 'More Actions' }).click();
+    await page.getByRole('menuitem', { name: 'Send an Update' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Send an Update' });
+    await dialog.getByRole('button', { name: /Select an Update/ }).click();
+    await page.getByRole('option', { name: new RegExp(`^${name}\\b`) }).click();
+    await webUi.replaceData(page, dialog, payload);
+    await dialog.getByRole('button', { name: 'Submit' }).click();
+    await dialog.getByText(reason, { exact: true }).waitFor();
+    await beforeClose?.();
+    await dialog.getByTestId('cancel-modal-button').click();
+    await dialog.waitFor({ state: 'hidden' });
+  },
+
   /** A form's Data editor, emptied first: the Update form keeps what was sent last. */
   async replaceData(page: Page, dialog: Locator, payload: object): Promise<void> {
     const editor = dialog.locator('.cm-content');

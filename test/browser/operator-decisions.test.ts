@@ -130,9 +130,14 @@ describe('Temporal Web UI: two operators in two browsers decide one resend throu
     assert.equal((await item.handle.query(statusQuery)).state, 'awaiting_approval');
     assert.equal(fake.sendsFor(item.effectId).length, 1, 'asking for a resend sends nothing');
 
-    await webUi.sendUpdate(anaPage, 'approve', { workflowId, reason: 'looks right to me' });
-    await webUi.showVerdict(anaPage, SELF_APPROVAL);
-    await screenshot(anaPage, 'ui-update-self-approval');
+    // A refusal is a failed Update: the dialog shows its reason in red, not "Update successful".
+    await webUi.sendRefusedUpdate(
+      anaPage,
+      'approve',
+      { workflowId, reason: 'looks right to me' },
+      SELF_APPROVAL.slice('Rejected: '.length),
+      () => screenshot(anaPage, 'ui-update-self-approval'),
+    );
     assert.equal((await item.handle.query(statusQuery)).state, 'awaiting_approval');
     assert.equal(fake.sendsFor(item.effectId).length, 1, 'her own approval sends nothing');
 
@@ -203,7 +208,10 @@ describe('Temporal Web UI: two operators in two browsers decide one resend throu
         reason: 'resend it',
       });
       await signal.waitFor({ state: 'hidden' });
+      // The workflow refuses the update: the form stays open with the reason.
       const update = await typeDecision(page, 'Update', 'resolve', markSent);
+      await update.getByText(PLAINTEXT.slice('rejected: '.length), { exact: true }).waitFor();
+      await update.getByTestId('cancel-modal-button').click();
       await update.waitFor({ state: 'hidden' });
     } finally {
       await passThrough.close();

@@ -3,8 +3,10 @@
 // attribute the receiver sets at start, `held`/`failed`/`reprocess --tenant`, and operators limited to
 // tenants, who see only their tenants' work and are refused (audited, nothing sent) on another's: by
 // the operator API, by the codec server's sealing endpoint, and by the workflow's own decision check.
+
 import assert from 'node:assert/strict';
 import type { WorkflowHandle } from '@temporalio/client';
+import { updateVerdict } from '../../src/operator/decisions';
 import type { Inspection } from '../../src/operator/inspect';
 import type { SelectionItem } from '../../src/operator/selection';
 import type { WorkItem } from '../../src/operator/workflows';
@@ -293,7 +295,10 @@ describe('operator CLI: work by tenant, operators limited to tenants (dev server
       { decision: 'resolve', hold },
     );
     const reason = `not permitted: ${teamA.account.name} works for tenants ${T1}, and this work is tenant ${T2}'s`;
-    assert.equal(await b.executeUpdate(resolveUpdate, { args: [sealed] }), `Rejected: ${reason}`);
+    assert.equal(
+      await updateVerdict(b.executeUpdate(resolveUpdate, { args: [sealed] })),
+      `Rejected: ${reason}`,
+    );
     const rows = await auditRows(b.workflowId);
     assert.deepEqual(
       rows.map((r) => [r.actor, r.action, r.result]),

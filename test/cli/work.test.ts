@@ -233,8 +233,16 @@ describe('operator CLI: held and failed work (dev server, PostgreSQL, codec serv
     assert.equal((await handle.query(statusQuery)).state, 'awaiting_approval');
     assert.equal(suite.fake.sendsFor(effect.id).length, 1, 'nothing is resent without approval');
 
-    const approved = await cli(['approve', handle.workflowId, '--reason', 'checked the log'], { as: second });
-    assert.equal(approved.code, 0, approved.stderr);
+    // The verdict does not wait for the resend it starts: the target takes 3 s to answer it, and the
+    // approver hears within 2 s (the send's workflow task used to hold the verdict until it ended).
+    suite.fake.next({ delayMs: 3_000 });
+    const approved = await cli(
+      ['approve', handle.workflowId, '--reason', 'checked the log', '--wait', '2s'],
+      {
+        as: second,
+      },
+    );
+    assert.equal(approved.code, 0, approved.stdout);
     assert.equal(approved.stdout.trimEnd().split('\n')[1], 'Accepted: resend approved');
     assert.equal((await handle.result()).state, 'succeeded');
     assert.equal(suite.fake.sendsFor(effect.id).length, 2, 'exactly one resend');
@@ -368,13 +376,17 @@ describe('operator CLI: held and failed work (dev server, PostgreSQL, codec serv
     assert.equal((await auditRows(handle.workflowId)).length, 1, 'only the discard itself is on the record');
   });
 
-  it('reprocesses one failed workflow and prints the verdict', async () => {
+  it('reprocesses one failed workflow and prints the verdict, then with --follow how the send ended', async () => {
     const { handle, conversationId } = await failed();
-    const result = await cli(['reprocess', handle.workflowId, '--reason', 'target fixed'], { as: desk });
+    const result = await cli(['reprocess', handle.workflowId, '--reason', 'target fixed', '--follow'], {
+      as: desk,
+    });
     assert.equal(result.code, 0, result.stderr);
-    const [first, verdict] = result.stdout.trimEnd().split('\n');
+    const [first, verdict, then] = result.stdout.trimEnd().split('\n');
     assert.match(first!, UPDATE_LINE);
     assert.equal(verdict, 'Accepted: reprocess');
+    const [effect] = await effectRows(keyOf(conversationId));
+    assert.equal(then, `Then: sent (${effect!.external_id}).`);
     assert.equal((await handle.result()).state, 'succeeded');
     assert.equal(suite.fake.deliveredTo(conversationId).length, 1);
   });

@@ -1,11 +1,13 @@
 // Operators for tests: real accounts in PostgreSQL, and decisions sealed as the codec server seals them
 // (the tests hold the payload key, as the codec server does). Attack tests use `sealFor` with a wrong
 // key, workflow or time to forge, misroute or age a decision.
+
 import { randomUUID } from 'node:crypto';
 import type { WorkflowHandle } from '@temporalio/client';
 import { createOperatorStore, type OperatorAccount, type OperatorStore } from '../../src/db/operators';
 import { sealDecision } from '../../src/decision-seal';
 import type { OperatorRole } from '../../src/model';
+import { updateVerdict } from '../../src/operator/decisions';
 import {
   approveUpdate,
   type DecisionInput,
@@ -94,7 +96,7 @@ export async function decide(
 ): Promise<string> {
   hold ??= (await handle.query(statusQuery)).hold;
   const sealed = sealFor(operator.account, { ...body, workflowId: handle.workflowId }, { decision, hold });
-  return handle.executeUpdate(UPDATES[decision], { args: [sealed] });
+  return updateVerdict(handle.executeUpdate(UPDATES[decision], { args: [sealed] }));
 }
 
 let staff: Promise<{ asker: TestOperator; approver: TestOperator }> | undefined;

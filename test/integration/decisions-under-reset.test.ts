@@ -6,11 +6,13 @@
 // reply to a person), checks that no request id was accepted twice in the audit log, and that the
 // item can still be decided, with exactly one more request for one more approval. Real dev server,
 // PostgreSQL, the real `temporal` CLI.
+
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { openSeal } from '../../src/decision-seal';
+import { updateVerdict } from '../../src/operator/decisions';
 import type { ReceiverHandle } from '../../src/receiver';
 import { payloadCodec } from '../../src/temporal/client';
 import { approveUpdate, resolveUpdate, statusQuery } from '../../workflows/messages';
@@ -271,19 +273,19 @@ describe('decisions under reset, terminate and cancel (dev server, PostgreSQL, t
       });
       assert.deepEqual([asked.claims.decision, asked.claims.hold], ['resolve', hold]);
       assert.equal(
-        await item.handle.executeUpdate(resolveUpdate, { args: [asked.sealed as never] }),
+        await updateVerdict(item.handle.executeUpdate(resolveUpdate, { args: [asked.sealed as never] })),
         'Accepted: awaiting approval',
       );
       const approval = await sealedByCodec(ben, { workflowId: item.handle.workflowId, reason: 'ok' });
       assert.deepEqual([approval.claims.decision, approval.claims.hold], ['approve', hold]);
       // The same approval delivered as another decision is refused.
       assert.equal(
-        await item.handle.executeUpdate(resolveUpdate, { args: [approval.sealed as never] }),
+        await updateVerdict(item.handle.executeUpdate(resolveUpdate, { args: [approval.sealed as never] })),
         'Rejected: sealed for approve, delivered as resolve',
       );
       const again = await sealedByCodec(ben, { workflowId: item.handle.workflowId, reason: 'ok' });
       assert.equal(
-        await item.handle.executeUpdate(approveUpdate, { args: [again.sealed as never] }),
+        await updateVerdict(item.handle.executeUpdate(approveUpdate, { args: [again.sealed as never] })),
         'Accepted: resend approved',
       );
       assert.equal((await item.handle.result()).state, 'succeeded');

@@ -2,11 +2,14 @@
 // CLI against the same dev server, plain JSON, hand-made seals, captured ciphertext. Each attack must
 // end with no send, no change of state, and an audit row saying why; the legitimate path (two
 // operators, each proven by their seal) must still work. Real dev server, PostgreSQL and HTTP.
+
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { WorkflowHandle } from '@temporalio/client';
+import { ApplicationFailure, type WorkflowHandle, WorkflowUpdateFailedError } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { createOperatorStore } from '../../src/db/operators';
+import { Failure } from '../../src/failures';
+import { updateVerdict } from '../../src/operator/decisions';
 import { type DecisionInput, resolveUpdate, statusQuery } from '../../workflows/messages';
 import { eventually } from '../helpers/eventually';
 import { decide, sealFor, type TestOperator, testOperator } from '../helpers/operators';
@@ -156,10 +159,15 @@ describe('operator decisions an attacker cannot make (dev server, PostgreSQL, th
       } as DecisionInput,
       { hold: (await item.handle.query(statusQuery)).hold },
     );
-    const verdict = await item.handle.executeUpdate('approve', { args: [selfApproval] });
-    assert.equal(
-      verdict,
-      'Rejected: the approver must be a different person from the operator who asked for the resend',
+    // A refusal is a failed Update (what the Web UI shows as failed), its reason the message.
+    await assert.rejects(
+      item.handle.executeUpdate('approve', { args: [selfApproval] }),
+      (err: unknown) =>
+        err instanceof WorkflowUpdateFailedError &&
+        err.cause instanceof ApplicationFailure &&
+        err.cause.type === Failure.DecisionRejected &&
+        err.cause.message ===
+          'the approver must be a different person from the operator who asked for the resend',
     );
     await unchanged(item, 'awaiting_approval');
     assert.equal(
@@ -204,6 +212,9 @@ describe('operator decisions an attacker cannot make (dev server, PostgreSQL, th
           input: { name: 'resolve', args: { payloads: [captured] } },
         },
       });
+      // A refusal is a failed update; its message is the reason.
+      const { failure } = response.outcome!;
+      if (failure) return `Rejected: ${failure.message}`;
       const converter = suite.temporal.client.options.loadedDataConverter;
       const [decoded] = await converter.payloadCodecs[0]!.decode([response.outcome!.success!.payloads![0]!]);
       return converter.payloadConverter.fromPayload<string>(decoded!);
@@ -225,7 +236,8 @@ describe('operator decisions an attacker cannot make (dev server, PostgreSQL, th
     const item = await heldItem();
     const workflowId = item.handle.workflowId;
     const discardBody = { workflowId, action: 'discard' as const, reason: 'tidy up' };
-    const send = (input: DecisionInput) => item.handle.executeUpdate(resolveUpdate, { args: [input] });
+    const send = (input: DecisionInput) =>
+      updateVerdict(item.handle.executeUpdate(resolveUpdate, { args: [input] }));
     const store = createOperatorStore((await database()).adminPool);
 
     const forged = await send(

@@ -2,6 +2,7 @@
 // server, real PostgreSQL): a route file maps Stripe events onto order, warehouse, ledger and CRM
 // fakes over real HTTP. One effect per business key and operation id; multi-step effects resume at
 // the first step not done; each endpoint's promise (key, lookup, neither) decides the unknown path.
+
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -9,8 +10,8 @@ import path from 'node:path';
 import { type ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Config } from '../../src/config';
+import { updateVerdict } from '../../src/operator/decisions';
 import type { InboundEvent } from '../../src/providers/types';
-
 import { reprocessUpdate } from '../../workflows/messages';
 import { FailedStep } from '../../workflows/search-attributes';
 import { FakeOrders } from '../helpers/fakes/orders';
@@ -278,7 +279,7 @@ describe('configured routes and generic HTTP targets through the event workflow'
     const again = await waitForState(handle, 'failed');
     assert.equal(again.hold, 'plan:2');
     assert.equal(
-      await handle.executeUpdate(reprocessUpdate, { args: [stale] }),
+      await updateVerdict(handle.executeUpdate(reprocessUpdate, { args: [stale] })),
       'Rejected: this decision answers hold plan:1, but the item is at hold plan:2: look at it again',
     );
     assert.equal(

@@ -2,6 +2,7 @@
 // time-skipping server with stubbed activities: no PostgreSQL, no target, so each test scripts what
 // the send and the resend check report, and asserts what the workflow did about it: its state, the
 // results it recorded, the audit rows and alerts it wrote, and whether it sent again.
+
 import assert from 'node:assert/strict';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
@@ -17,6 +18,7 @@ import {
   type SendOutcome,
   type TargetCapabilities,
 } from '../../src/model';
+import { updateVerdict } from '../../src/operator/decisions';
 import { dataConverter } from '../../src/temporal/client';
 import type { handleEvent } from '../../workflows';
 import {
@@ -192,9 +194,11 @@ describe('operator desk: every decision on held and failed work (time-skipping s
     decision: DecisionName,
     body: Omit<DecisionInput, 'workflowId'>,
   ) =>
-    handle.executeUpdate(UPDATES[decision], {
-      args: [{ ...body, workflowId: handle.workflowId, seal: `as:${operator}` }],
-    });
+    updateVerdict(
+      handle.executeUpdate(UPDATES[decision], {
+        args: [{ ...body, workflowId: handle.workflowId, seal: `as:${operator}` }],
+      }),
+    );
 
   describe('held', () => {
     it('mark-sent records the external id as an operator result and succeeds without sending', async () => {
@@ -423,9 +427,11 @@ describe('operator desk: every decision on held and failed work (time-skipping s
   describe('messages that decide nothing', () => {
     it('rejects unverified and invalid decisions, each with its reason, and changes nothing', async () => {
       const handle = await waitingIn(UNKNOWN, 'held');
-      const unsealed = await handle.executeUpdate(resolveUpdate, {
-        args: [{ workflowId: handle.workflowId, action: 'discard', reason: 'no seal' }],
-      });
+      const unsealed = await updateVerdict(
+        handle.executeUpdate(resolveUpdate, {
+          args: [{ workflowId: handle.workflowId, action: 'discard', reason: 'no seal' }],
+        }),
+      );
       const verdicts = [
         unsealed,
         await decideAs(handle, 'dave', 'resolve', { action: 'explode' as never, reason: 'x' }),
