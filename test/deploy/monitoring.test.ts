@@ -25,7 +25,7 @@ const RUNBOOK = path.join(PROJECT_ROOT, 'docs/runbook.md');
 const DATASOURCE_VARIABLE = ['$', '{datasource}'].join('');
 /** Labels Prometheus adds to every series it scrapes, and the series it makes itself (`up`). */
 const TARGET_LABELS = ['job', 'instance'];
-const SYNTHETIC: Exported = new Map([['up', { labels: new Set(), buckets: new Set() }]]);
+const SYNTHETIC: Exported = new Map([['up', { labels: new Set(TARGET_LABELS), buckets: new Set() }]]);
 /** What the dashboard's queries may use of Grafana's variables, replaced by a value before parsing. */
 const GRAFANA_VARIABLES: Record<string, string> = {
   $__rate_interval: '5m',
@@ -66,6 +66,8 @@ function promtool(args: string[], input?: string): Promise<Promtool> {
 async function exported(registries: Registry[]): Promise<Exported> {
   const names: Exported = new Map();
   for (const registry of registries) {
+    // The label names each metric was declared with (prom-client keeps them on the metric): a series
+    // created on first use, such as a 503 by reason, shows none in a scrape before then.
     const labelNames = new Map(
       registry
         .getMetricsAsArray()
@@ -109,15 +111,19 @@ function selectors(expr: string): Selector[] {
       if (node.type.isError) error ??= node.from;
       if (node.name !== 'VectorSelector') return;
       const metric = node.node.getChild('Identifier');
-      const matchers = node.node
-        .getChild('LabelMatchers')
-        ?.getChildren('UnquotedLabelMatcher')
-        .map((m) => ({
-          label: expr.slice(m.getChild('LabelName')!.from, m.getChild('LabelName')!.to),
-          value: JSON.parse(expr.slice(m.getChild('StringLiteral')!.from, m.getChild('StringLiteral')!.to)),
-        }));
       if (!metric) throw new Error(`a selector without a metric name in ${expr}`);
-      found.push({ metric: expr.slice(metric.from, metric.to), matchers: matchers ?? [] });
+      const text = (n: { from: number; to: number } | null) => (n ? expr.slice(n.from, n.to) : '');
+      const matchers: Selector['matchers'] = [];
+      for (let m = node.node.getChild('LabelMatchers')?.firstChild; m; m = m.nextSibling) {
+        // Quoted names (Prometheus 3's UTF-8 form) would escape this check: the files do not use them.
+        if (m.name !== 'UnquotedLabelMatcher')
+          throw new Error(`write matchers as label="value", not ${text(m)}, in ${expr}`);
+        matchers.push({
+          label: text(m.getChild('LabelName')),
+          value: JSON.parse(text(m.getChild('StringLiteral'))) as string,
+        });
+      }
+      found.push({ metric: text(metric), matchers });
     },
   });
   if (error !== undefined) throw new Error(`PromQL syntax error at ${error} in: ${expr}`);
@@ -131,8 +137,7 @@ function unknownIn(exprs: string[], names: Exported): string[] {
       const known = names.get(metric) ?? SYNTHETIC.get(metric);
       if (!known) return [`${metric} (in ${expr})`];
       return matchers.flatMap(({ label, value }) => {
-        if (!known.labels.has(label) && !(metric === 'up' && TARGET_LABELS.includes(label)))
-          return [`${metric}{${label}} (in ${expr})`];
+        if (!known.labels.has(label)) return [`${metric}{${label}} (in ${expr})`];
         if (label === 'le' && !known.buckets.has(value)) return [`${metric}{le="${value}"} (in ${expr})`];
         return [];
       });
@@ -324,6 +329,8 @@ describe('monitoring: the Grafana dashboard and the Prometheus rules under deplo
       'replyflow_webhook_ack_seconds_bucket{le="3.5"} (in replyflow_webhook_ack_seconds_bucket{le="3.5"})',
     ]);
     assert.throws(() => selectors('sum(rate(replyflow_effects_open[5m])'), /PromQL syntax error/);
+    assert.throws(() => selectors('{__name__="replyflow_effects_open"}'), /without a metric name/);
+    assert.throws(() => selectors('replyflow_effects_open{"status"="held"}'), /label="value"/);
     assert.throws(() => asPromql('rate(replyflow_alerts_total[$window])'), /\$window/);
   });
 
