@@ -4,14 +4,14 @@ import type { OperatorStore } from '../src/db/operators';
 import type { Pool } from '../src/db/pool';
 import type { SendPacing } from '../src/db/send-pacing';
 import type { Logger } from '../src/logger';
-import type { DeliveryPolicy } from '../src/model';
+import type { AlertKind, DeliveryPolicy } from '../src/model';
 import type { Responder } from '../src/responders/types';
 import type { Planner, SlackReplySettings } from '../src/routes';
 import type { TargetRegistry } from '../src/targets';
 import type { WorkerMetrics } from '../src/worker-metrics';
 
 export interface Alert {
-  kind: 'held' | 'failed' | 'reminder';
+  kind: AlertKind;
   workflowId: string;
   businessKey: string;
   step?: string;

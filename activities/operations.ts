@@ -4,11 +4,17 @@ import type { ActivityDeps, Alert } from './deps';
 
 export type { AuditRow } from '../src/db/audit-log';
 
-export function operationsActivities({ pool, notify }: ActivityDeps) {
+export function operationsActivities({ pool, notify, metrics }: ActivityDeps) {
   const auditLog = createAuditLog(pool);
   return {
     async alert(alert: Alert): Promise<void> {
-      await notify(alert);
+      try {
+        await notify(alert);
+      } catch (err) {
+        metrics.alerted(alert.kind, false);
+        throw err;
+      }
+      metrics.alerted(alert.kind, true);
       // Recorded once delivered: `replyflow reconcile` reports held work without a delivered alert.
       await pool.query(
         'INSERT INTO alerts (kind, level, workflow_id, business_key) VALUES ($1, $2, $3, $4)',

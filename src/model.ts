@@ -91,6 +91,10 @@ export interface DeliveryPolicy {
   turnGatherMs: number;
 }
 
+/** What an alert to operators is about: work that became held or failed, or held work still waiting. */
+export const ALERT_KINDS = ['held', 'failed', 'reminder'] as const;
+export type AlertKind = (typeof ALERT_KINDS)[number];
+
 export interface Plan {
   effects: EffectPlan[];
   policy: DeliveryPolicy;

@@ -5,9 +5,11 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { createEffectsRepository, type EffectsRepository } from './db/effects';
 import type { Pool } from './db/pool';
 import { errorMessage } from './failures';
 import type { Logger } from './logger';
+import { ALERT_KINDS, type AlertKind } from './model';
 import { boundAddress, listenOn, reachableHost } from './ports';
 import type { AcksFirst } from './temporal/acks-first';
 import { TenantLabels, withTenant } from './tenants/metric-label';
@@ -19,6 +21,7 @@ export type SettledBy = 'worker' | 'operator';
 
 /** Effect states that are not final: counted from the effects table at every scrape. */
 const OPEN_STATES = ['claimed', 'sending', 'retry_wait', 'unknown', 'held', 'failed'] as const;
+const NONE_OPEN = { count: 0, oldestSeconds: 0 };
 
 /** Which send it was: its target, and the tenant whose credential it used (src/tenants/tenant-id.ts). */
 export interface SendLabels {
@@ -32,6 +35,8 @@ export interface WorkerMetrics {
   outcome(send: SendLabels, state: EffectOutcome, by: SettledBy, ageSeconds?: number): void;
   /** A failed send attempt will be retried; `errorClass` as the target adapter classified the failure. */
   retry(send: SendLabels, errorClass: string): void;
+  /** An alert of `kind` was delivered, or its delivery failed (the activity retries it). */
+  alerted(kind: AlertKind, delivered: boolean): void;
 }
 
 export function createWorkerMetrics(pool: Pool): WorkerMetrics {
@@ -57,31 +62,71 @@ export function createWorkerMetrics(pool: Pool): WorkerMetrics {
     labelNames: ['target', 'error_class', 'tenant'],
     registers: [registry],
   });
+  const alerts = new Counter({
+    name: 'replyflow_alerts_total',
+    help: 'Alerts about held and failed work delivered (logged, and posted to ALERT_WEBHOOK_URL when set), by kind: held, failed, reminder (held work still waiting, HELD_REMINDERS)',
+    labelNames: ['kind'],
+    registers: [registry],
+  });
+  const alertFailures = new Counter({
+    name: 'replyflow_alert_failures_total',
+    help: 'Alert deliveries that failed (ALERT_WEBHOOK_URL unreachable or not 2xx) and are retried, by kind',
+    labelNames: ['kind'],
+    registers: [registry],
+  });
+  for (const kind of ALERT_KINDS) {
+    alerts.inc({ kind }, 0);
+    alertFailures.inc({ kind }, 0);
+  }
   const queryErrors = new Counter({
     name: 'replyflow_metrics_query_errors_total',
     help: 'Scrapes whose effect counts could not be read from PostgreSQL',
     registers: [registry],
   });
-  new Gauge({
-    name: 'replyflow_effects_open',
-    help: 'Effects not in a final state, by status (held and failed wait for an operator), across all workers',
-    labelNames: ['status'],
-    registers: [registry],
-    async collect() {
-      try {
-        const { rows } = await pool.query<{ status: string; count: string }>(
-          'SELECT status, count(*) AS count FROM effects WHERE status = ANY($1::text[]) GROUP BY status',
-          [OPEN_STATES],
-        );
-        const counts = new Map(rows.map((r) => [r.status, Number(r.count)]));
-        for (const status of OPEN_STATES) this.set({ status }, counts.get(status) ?? 0);
-      } catch {
-        // No numbers rather than stale ones: the error counter says why the series are missing.
-        this.reset();
+  const effects = createEffectsRepository(pool);
+  // One read of the effects table per scrape, shared by the gauges below: prom-client collects all
+  // metrics of a scrape at once, so the first gauge's collect starts the read and the other joins it.
+  let reading: Promise<Awaited<ReturnType<EffectsRepository['openByStatus']>> | undefined> | undefined;
+  const readOpen = () => {
+    reading ??= effects
+      .openByStatus(OPEN_STATES)
+      .catch(() => {
         queryErrors.inc();
-      }
-    },
-  });
+        return undefined;
+      })
+      .finally(() => {
+        reading = undefined;
+      });
+    return reading;
+  };
+  /** Sets each open status from the shared read; no numbers rather than stale ones when it failed. */
+  const openGauge = (
+    name: string,
+    help: string,
+    value: (open: { count: number; oldestSeconds: number }) => number,
+  ) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['status'],
+      registers: [registry],
+      async collect() {
+        const open = await readOpen();
+        // The error counter says why the series are missing.
+        if (!open) return this.reset();
+        for (const status of OPEN_STATES) this.set({ status }, value(open.get(status) ?? NONE_OPEN));
+      },
+    });
+  openGauge(
+    'replyflow_effects_open',
+    'Effects not in a final state, by status (held and failed wait for an operator), across all workers',
+    (open) => open.count,
+  );
+  openGauge(
+    'replyflow_effects_open_oldest_seconds',
+    'Seconds since the oldest effect in each open status got there (held: how long the oldest held item has waited for an operator; 0 when none), across all workers',
+    (open) => open.oldestSeconds,
+  );
   return {
     registry,
     outcome({ target, tenant }, state, by, ageSeconds) {
@@ -92,6 +137,9 @@ export function createWorkerMetrics(pool: Pool): WorkerMetrics {
     },
     retry({ target, tenant }, errorClass) {
       retries.inc(withTenant({ target, error_class: errorClass }, tenants.of(tenant)));
+    },
+    alerted(kind, delivered) {
+      (delivered ? alerts : alertFailures).inc({ kind });
     },
   };
 }

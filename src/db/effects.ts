@@ -484,6 +484,24 @@ export function createEffectsRepository(pool: Pool) {
       }));
     },
 
+    /**
+     * How many effects are in each of `statuses`, and how long ago the oldest of them was last moved
+     * by a step (only the steps above set `updated_at`): for held work, how long it has waited for a
+     * person. Statuses without rows are left out.
+     */
+    async openByStatus(
+      statuses: readonly EffectStatus[],
+    ): Promise<Map<EffectStatus, { count: number; oldestSeconds: number }>> {
+      const { rows } = await pool.query<{ status: EffectStatus; count: string; oldest_seconds: number }>(
+        `SELECT status, count(*) AS count, EXTRACT(EPOCH FROM now() - min(updated_at))::float8 AS oldest_seconds
+           FROM effects WHERE status = ANY($1::text[]) GROUP BY status`,
+        [statuses],
+      );
+      return new Map(
+        rows.map((r) => [r.status, { count: Number(r.count), oldestSeconds: Math.max(0, r.oldest_seconds) }]),
+      );
+    },
+
     /** When the effect was claimed: lookups scan the target's history from there. */
     async claimedAt(effectId: string): Promise<Date | undefined> {
       const { rows } = await pool.query<{ created_at: Date }>(

@@ -1,16 +1,18 @@
 // Alerts over real HTTP: held, reminder and failed alerts reach a webhook receiver (Slack incoming
 // webhook style) and the log, with the recommended action and a link to the workflow in the Web UI,
-// and never the message text; a webhook that fails once still gets the alert.
+// and never the message text; a webhook that fails once still gets the alert. The worker's metrics
+// count each alert delivered, by kind, and each failed delivery.
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createNotifier, workflowUrl } from '../../src/alerts';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
+import { createWorkerMetrics, type WorkerMetrics } from '../../src/worker-metrics';
 
 import { eventually } from '../helpers/eventually';
 import { FakeTarget } from '../helpers/fake-target';
 import { operatorDecides } from '../helpers/operators';
-import { capturedLogger } from '../helpers/receiver';
+import { capturedLogger, counterValue } from '../helpers/receiver';
 import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
 import { FAST_POLICY, sandboxEvent, testConfig, uniqueId, withWorker } from '../helpers/system';
 import { startEvent, waitForState } from '../helpers/workflows';
@@ -78,14 +80,17 @@ describe('alerts: held, reminder and failed work to the alert webhook and the lo
     await Promise.all([hook?.stop(), fake?.stop(), temporal?.close()]);
   });
 
-  const run = async <T>(fn: () => Promise<T>) => {
-    const server = await devServer();
+  /** Runs `fn` with a worker on the suite's queue, whose metrics it is given. */
+  const run = async <T>(fn: (metrics: WorkerMetrics) => Promise<T>) => {
+    const [server, db] = await Promise.all([devServer(), database()]);
     const workerConfig = { ...config, SANDBOX_API_URL: fake.url, ALERT_WEBHOOK_URL: hook.url };
+    const metrics = createWorkerMetrics(db.pool);
     return withWorker(
       {
         address: server.address,
         config: workerConfig,
         deps: {
+          metrics,
           // Reminders every 1.5 s instead of 15 min, so the escalation is seen within the test.
           policy: { ...FAST_POLICY, reminderScheduleMs: [1500, 1500] },
           notify: createNotifier({
@@ -96,8 +101,18 @@ describe('alerts: held, reminder and failed work to the alert webhook and the lo
           }),
         },
       },
-      fn,
+      () => fn(metrics),
     );
+  };
+
+  /** The alerts a worker counted as delivered and as failed, by kind, from its scrape. */
+  const alertCounts = async (metrics: WorkerMetrics) => {
+    const text = await metrics.registry.metrics();
+    const count = (name: string) =>
+      Object.fromEntries(
+        (['held', 'failed', 'reminder'] as const).map((kind) => [kind, counterValue(text, name, { kind })]),
+      );
+    return { delivered: count('replyflow_alerts_total'), failed: count('replyflow_alert_failures_total') };
   };
 
   const assertSafe = (alert: Record<string, unknown>, secret: string, workflowId: string) => {
@@ -116,7 +131,7 @@ describe('alerts: held, reminder and failed work to the alert webhook and the lo
     const event = sandboxEvent({ conversationId: uniqueId('c'), target: 'sandbox-blind', text: secret });
     fake.next('accept-then-drop');
     hook.failNext = 1;
-    await run(async () => {
+    await run(async (metrics) => {
       const handle = await startEvent(temporal.client, config.TEMPORAL_TASK_QUEUE, event);
       const held = await waitForState(handle, 'held', 60_000);
       const alert = await hook.alert(handle.workflowId, 'held');
@@ -130,6 +145,18 @@ describe('alerts: held, reminder and failed work to the alert webhook and the lo
       const reminder = await hook.alert(handle.workflowId, 'reminder', 1);
       assert.match(String(reminder.text), /reminder #1/);
       assertSafe(reminder, secret, handle.workflowId);
+
+      // Counted once delivered: the held alert once, after the one delivery the webhook failed.
+      const counts = await eventually('the worker counts the reminder', () => alertCounts(metrics), {
+        until: (c) => c.delivered.reminder! >= 1,
+      });
+      const reminders = hook.received.filter(
+        (a) => a.workflowId === handle.workflowId && a.kind === 'reminder',
+      );
+      assert.deepEqual(counts.failed, { held: 1, failed: 0, reminder: 0 });
+      assert.equal(counts.delivered.held, 1);
+      assert.equal(counts.delivered.failed, 0);
+      assert.ok(counts.delivered.reminder! <= reminders.length, 'no reminder counted that did not arrive');
 
       await operatorDecides(handle, 'resolve', {
         action: 'discard',
@@ -151,10 +178,17 @@ describe('alerts: held, reminder and failed work to the alert webhook and the lo
     const secret = `please cancel order ${uniqueId('')}`;
     const event = sandboxEvent({ conversationId: uniqueId('c'), text: secret });
     fake.next({ status: 404 });
-    await run(async () => {
+    await run(async (metrics) => {
       const handle = await startEvent(temporal.client, config.TEMPORAL_TASK_QUEUE, event);
       await waitForState(handle, 'failed', 60_000);
       const alert = await hook.alert(handle.workflowId, 'failed');
+      const counts = await eventually('the worker counts the failed alert', () => alertCounts(metrics), {
+        until: (c) => c.delivered.failed === 1,
+      });
+      assert.deepEqual(counts, {
+        delivered: { held: 0, failed: 1, reminder: 0 },
+        failed: { held: 0, failed: 0, reminder: 0 },
+      });
       assert.equal(alert.recommendedAction, 'check the destination (URL, channel, issue)');
       assert.equal(alert.errorClass, 'permanent');
       assertSafe(alert, secret, handle.workflowId);

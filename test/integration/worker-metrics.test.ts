@@ -1,6 +1,7 @@
 // The worker's Prometheus endpoint, from a real `replyflow worker` process: the Temporal SDK's runtime
 // metrics and ours on one scrape target — outcomes by state and by who settled them, retries by error
-// class, open (held, failed) effects counted in PostgreSQL, and time to resolution.
+// class, open (held, failed) effects counted in PostgreSQL with how long the oldest has waited, and time
+// to resolution.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
@@ -13,7 +14,7 @@ import { eventually } from '../helpers/eventually';
 import { FakeTarget } from '../helpers/fake-target';
 import { operatorDecides } from '../helpers/operators';
 import { counterValue } from '../helpers/receiver';
-import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
+import { database, devServer, TEST_ENCRYPTION_KEY, type TestDatabase } from '../helpers/servers';
 import { sandboxEvent, TEST_SANDBOX, uniqueId } from '../helpers/system';
 import { startEvent, waitForState } from '../helpers/workflows';
 
@@ -27,6 +28,7 @@ describe('worker metrics: our metrics and the Temporal SDK runtime metrics on WO
   let worker: ChildProcess;
   let stderr = '';
   let metricsUrl = '';
+  let db: TestDatabase;
   let workerEnv: NodeJS.ProcessEnv = {};
   const spawnWorker = (env: NodeJS.ProcessEnv) =>
     spawn(process.execPath, [path.join(PROJECT_ROOT, 'bin/replyflow.js'), 'worker'], {
@@ -48,7 +50,8 @@ describe('worker metrics: our metrics and the Temporal SDK runtime metrics on WO
     });
 
   before(async () => {
-    const [server, db] = await Promise.all([devServer(), database()]);
+    const [server, testDb] = await Promise.all([devServer(), database()]);
+    db = testDb;
     fake = await new FakeTarget().start();
     temporal = await connectClient(server.address, 'default', TEST_ENCRYPTION_KEY);
     const port = await freePort();
@@ -102,6 +105,7 @@ describe('worker metrics: our metrics and the Temporal SDK runtime metrics on WO
       sandboxEvent({ conversationId: uniqueId('c'), target: 'sandbox-blind' }),
     );
     await waitForState(held, 'held', 60_000);
+    const heldBy = Date.now();
     let text = await until(
       'the held outcome',
       (t) =>
@@ -135,6 +139,27 @@ describe('worker metrics: our metrics and the Temporal SDK runtime metrics on WO
     assert.ok(counterValue(text, 'replyflow_effects_open', { status: 'held' }) >= 1);
     for (const status of ['claimed', 'sending', 'retry_wait', 'unknown', 'failed'])
       assert.match(text, new RegExp(`^replyflow_effects_open\\{status="${status}"\\} \\d+$`, 'm'));
+
+    // How long the oldest held effect has waited: at least since ours was held, and what PostgreSQL
+    // says of the oldest held row just before and just after the scrape (other tests' held work counts).
+    const oldestHeld = async () =>
+      (
+        await db.pool.query<{ seconds: number }>(
+          `SELECT EXTRACT(EPOCH FROM now() - min(updated_at))::float8 AS seconds FROM effects WHERE status = 'held'`,
+        )
+      ).rows[0]!.seconds;
+    const low = await oldestHeld();
+    const scrapedAt = Date.now();
+    text = await scrape();
+    const high = await oldestHeld();
+    const oldest = counterValue(text, 'replyflow_effects_open_oldest_seconds', { status: 'held' });
+    assert.ok(low <= oldest && oldest <= high, `${oldest} s between ${low} and ${high}`);
+    assert.ok(oldest >= (scrapedAt - heldBy) / 1000, `${oldest} s since ours was held`);
+    for (const status of ['claimed', 'sending', 'retry_wait', 'unknown', 'failed'])
+      assert.match(
+        text,
+        new RegExp(`^replyflow_effects_open_oldest_seconds\\{status="${status}"\\} [\\d.e+-]+$`, 'm'),
+      );
 
     await operatorDecides(held, 'resolve', {
       action: 'mark-sent',
