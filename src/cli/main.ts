@@ -88,7 +88,7 @@ function tellTheCli(config: Config, urls: Running['urls']): string {
   if (other)
     return `Other terminals: the CLI of this clone finds the replyflow start of pid ${other.pid} (${other.receiverUrl}), not this one; to reach this one set ${settings}.`;
   process.on('exit', () => releaseRuntimeFile(file, process.pid));
-  return `Other terminals: any \`npx replyflow …\` in this clone finds this system (told by ${file}).\n${elsewhere}`;
+  return `Other terminals: any \`npx replyflow …\` in this clone finds this system (its runtime file: ${file}).\n${elsewhere}`;
 }
 
 function runRole(role: 'all' | 'receiver' | 'worker') {
