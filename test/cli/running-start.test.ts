@@ -10,6 +10,7 @@ import path from 'node:path';
 import { run } from '../../src/cli/main';
 import { cliEnvironment } from '../../src/config';
 import { freePort } from '../../src/ports';
+import { claimRuntimeFile, findRunningStart, releaseRuntimeFile } from '../../src/running-start';
 import { PROJECT_ROOT } from '../../src/temporal/binaries';
 import { eventually } from '../helpers/eventually';
 import type { CliResult } from './harness';
@@ -132,6 +133,34 @@ describe('the CLI finds the replyflow start it belongs to (the real executable, 
     });
     assert.equal(admin.code, 2);
     assert.match(admin.stderr, /needs the admin credential: set REPLYFLOW_ADMIN_DATABASE_URL/);
+    const noDatabase = await replyflow(['operator', 'list'], {
+      ...bare,
+      REPLYFLOW_ADMIN_DATABASE_URL: `postgres://admin:x@127.0.0.1:${closed}/replyflow`,
+    });
+    assert.equal(noDatabase.code, 1);
+    assert.equal(
+      noDatabase.stderr.trim(),
+      `replyflow: cannot reach PostgreSQL at 127.0.0.1:${closed} (ECONNREFUSED; REPLYFLOW_ADMIN_DATABASE_URL): is it running? Set REPLYFLOW_ADMIN_DATABASE_URL to the admin's role where it runs`,
+    );
+  });
+
+  it('leaves the file to a start that runs already, and takes over one whose start is gone', async () => {
+    const file = path.join(parent, 'claimed.json');
+    const record = {
+      pid: process.pid,
+      startedAt: new Date().toISOString(),
+      receiverUrl: 'http://127.0.0.1:3001',
+      dataDir: parent,
+      temporalAddress: '127.0.0.1:7234',
+    };
+    assert.equal(claimRuntimeFile(file, record), undefined);
+    const second = { ...record, pid: await deadPid(), receiverUrl: 'http://127.0.0.1:3002' };
+    assert.equal(claimRuntimeFile(file, second)?.pid, process.pid, 'the first one keeps it');
+    releaseRuntimeFile(file, second.pid);
+    assert.equal(findRunningStart(file)?.receiverUrl, 'http://127.0.0.1:3001', 'only its writer removes it');
+    writeFileSync(file, JSON.stringify(second));
+    assert.equal(claimRuntimeFile(file, record), undefined, 'a stale file is taken over');
+    assert.equal(findRunningStart(file)?.pid, process.pid);
   });
 
   it("names the running start's runtime file when the address it gave cannot be reached", async () => {
