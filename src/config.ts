@@ -3,7 +3,9 @@
 import { createPrivateKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
+import path from 'node:path';
 import { z } from 'zod';
+import { DEFAULT_RUNTIME_FILE, type FoundStart, findRunningStart } from './running-start';
 
 const optional = z.string().min(1).optional();
 const url = z.url().optional();
@@ -423,6 +425,11 @@ export const configSchema = z.object({
   /** The former way to point the CLI at a receiver (its `/codec`): still accepted, REPLYFLOW_URL comes first. */
   REPLYFLOW_CODEC_URL: url,
   /**
+   * Where `replyflow start` writes where it runs (its receiver's URL, the data dir) and where the CLI
+   * looks for it; unset: `.replyflow/running.json` in the clone (src/running-start.ts).
+   */
+  REPLYFLOW_RUNTIME_FILE: optional,
+  /**
    * The sandbox provider, page and target. Unset: on for `replyflow start` (the local demo), off for
    * `replyflow receiver` / `worker` (src/sandbox/settings.ts).
    */
@@ -483,6 +490,54 @@ export class ConfigError extends Error {
     super(`invalid configuration: ${problems.join('; ')}`);
     this.name = 'ConfigError';
   }
+}
+
+/**
+ * The settings that point the CLI at a system. With any of them set, a CLI call goes where they say
+ * (and their defaults); with none, to the running `replyflow start` of this clone, if there is one.
+ */
+export const SYSTEM_SETTINGS = [
+  'REPLYFLOW_URL',
+  'REPLYFLOW_CODEC_URL',
+  'PORT',
+  'REPLYFLOW_DATA_DIR',
+  'DATABASE_URL',
+  'REPLYFLOW_ADMIN_DATABASE_URL',
+  'TEMPORAL_ADDRESS',
+  'TEMPORAL_DEV_PORT',
+] as const;
+
+/** The runtime file of a start (REPLYFLOW_RUNTIME_FILE, else the clone's), as an absolute path. */
+export function runtimeFileOf(config: Pick<Config, 'REPLYFLOW_RUNTIME_FILE'>): string {
+  return config.REPLYFLOW_RUNTIME_FILE ? path.resolve(config.REPLYFLOW_RUNTIME_FILE) : DEFAULT_RUNTIME_FILE;
+}
+
+export interface CliEnvironment {
+  env: NodeJS.ProcessEnv;
+  /** The running start whose REPLYFLOW_URL and REPLYFLOW_DATA_DIR `env` got, if it got them from one. */
+  runningStart?: FoundStart;
+}
+
+/**
+ * The environment of one CLI call: `env` as it is when it sets any of SYSTEM_SETTINGS, else `env`
+ * with the REPLYFLOW_URL and REPLYFLOW_DATA_DIR of the `replyflow start` whose runtime file says it
+ * runs (none: `env` as it is, so the defaults).
+ */
+export function cliEnvironment(env: NodeJS.ProcessEnv = process.env): CliEnvironment {
+  if (SYSTEM_SETTINGS.some((name) => isSet(env[name]))) return { env };
+  const file = runtimeFileOf({
+    REPLYFLOW_RUNTIME_FILE: isSet(env.REPLYFLOW_RUNTIME_FILE) ? env.REPLYFLOW_RUNTIME_FILE : undefined,
+  });
+  const runningStart = findRunningStart(file);
+  if (!runningStart) return { env };
+  return {
+    env: { ...env, REPLYFLOW_URL: runningStart.receiverUrl, REPLYFLOW_DATA_DIR: runningStart.dataDir },
+    runningStart,
+  };
+}
+
+function isSet(value: string | undefined): value is string {
+  return value !== undefined && value.trim() !== '';
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {

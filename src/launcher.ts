@@ -19,7 +19,7 @@ import { createResponder } from './responders';
 import { resolveSandbox } from './sandbox/settings';
 import { keyring, payloadCodec, resolveEncryptionKey } from './temporal/client';
 import { CODEC_PATH } from './temporal/codec-server';
-import { startDevServer } from './temporal/dev-server';
+import { checkDevServerPorts, startDevServer } from './temporal/dev-server';
 import { acksFirstGate, loadWorkerRoutes, startWorker } from './worker';
 
 export interface Running {
@@ -89,6 +89,9 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
       loadWorkerRoutes({ ...config, ...sandbox });
       await createResponder(config);
     }
+    // A port the embedded Temporal cannot have stops the start before PostgreSQL is started for nothing.
+    if (!config.TEMPORAL_ADDRESS && role === 'all')
+      await checkDevServerPorts({ port: config.TEMPORAL_DEV_PORT, uiPort: config.TEMPORAL_UI_PORT });
     let databaseUrl = config.DATABASE_URL;
     let pool: Pool;
     if (databaseUrl) {

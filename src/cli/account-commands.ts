@@ -13,9 +13,7 @@ import { OperatorInputError } from '../operator/errors';
 import { type AdminSession, adminAction } from './admin';
 import { type CliContext, EXIT, operatorAction } from './command';
 import { type CliIo, printLine, printListing } from './io';
-import { OperatorApiClient } from './operator-api';
 import { removeToken, storeToken, tokenFile } from './operator-token';
-import { replyflowUrl } from './session';
 
 const ROLES_HELP = `comma-separated, from ${OPERATOR_ROLES.join(', ')} (every operator may view)`;
 const TENANTS_HELP =
@@ -143,7 +141,7 @@ export function registerAccountCommands(program: Command, ctx: CliContext): void
       operatorAction(ctx, async (session) => {
         const token = (await ctx.io.readSecret('Operator token: ')).trim();
         if (!token) throw new OperatorInputError('no token given: type it at the prompt or pipe it in');
-        const me = await new OperatorApiClient(replyflowUrl(session.config), token).whoami();
+        const me = await session.api(token).whoami();
         const file = tokenFile(session.config, ctx.io.env);
         storeToken(file, token);
         const scope = me.tenants ? `; ${tenantsInWords(me.tenants)}` : '';

@@ -5,16 +5,20 @@
 // Who acted is recorded as `admin:<OS user>`.
 import os from 'node:os';
 import path from 'node:path';
-import { type AdminConfig, loadAdminConfig } from '../config';
+import { type AdminConfig, cliEnvironment, loadAdminConfig } from '../config';
 import { createPool, type Pool } from '../db/pool';
 import { runningClusterAdminUrl } from '../embedded/postgres';
 import { errorMessage } from '../failures';
 import { OperatorInputError } from '../operator/errors';
+import type { FoundStart } from '../running-start';
 import { type CliContext, report } from './command';
 import type { CliIo } from './io';
+import { dataDirOrigin } from './session';
 
 export interface AdminSession {
   config: AdminConfig;
+  /** The running `replyflow start` whose data dir `config` has, when it has it from one. */
+  runningStart?: FoundStart;
   /** Connected with the admin credential, opened on first use. */
   pool(): Promise<Pool>;
   /** Who the audit log names for what this command changes. */
@@ -28,12 +32,14 @@ export class AdminCredentialError extends OperatorInputError {
 }
 
 export function openAdminSession(io: CliIo): AdminSession {
-  const config = loadAdminConfig(io.env);
+  const { env, runningStart } = cliEnvironment(io.env);
+  const config = loadAdminConfig(env);
   let pool: Pool | undefined;
   return {
     config,
+    runningStart,
     async pool() {
-      pool ??= createPool(adminDatabaseUrl(config), 2);
+      pool ??= createPool(adminDatabaseUrl(config, runningStart), 2);
       return pool;
     },
     actor: `admin:${osUser()}`,
@@ -48,7 +54,7 @@ export function openAdminSession(io: CliIo): AdminSession {
  * embedded PostgreSQL `replyflow start` runs under the data dir. DATABASE_URL itself never counts:
  * it is the application role's.
  */
-export function adminDatabaseUrl(config: AdminConfig): string {
+export function adminDatabaseUrl(config: AdminConfig, runningStart?: FoundStart): string {
   if (config.REPLYFLOW_ADMIN_DATABASE_URL) return config.REPLYFLOW_ADMIN_DATABASE_URL;
   const dir = path.join(config.REPLYFLOW_DATA_DIR, 'postgres');
   let local: string | undefined;
@@ -62,7 +68,7 @@ export function adminDatabaseUrl(config: AdminConfig): string {
       'this command needs the admin credential: set REPLYFLOW_ADMIN_DATABASE_URL to a role that owns replyflow’s tables' +
         (config.DATABASE_URL
           ? ' (DATABASE_URL is the application role’s and may not change operators)'
-          : ` (or run it as the user of the \`replyflow start\` whose PostgreSQL runs under ${dir})`),
+          : ` (or run it as the user of the \`replyflow start\` whose PostgreSQL runs under ${dir}; ${dataDirOrigin(runningStart)})`),
     );
   return local;
 }
@@ -78,7 +84,7 @@ export function adminAction<A extends unknown[]>(
       session = openAdminSession(ctx.io);
       ctx.setExitCode(await work(session, ...args));
     } catch (err) {
-      ctx.setExitCode(report(ctx.io, notTheAdmin(err) ?? err));
+      ctx.setExitCode(report(ctx.io, notTheAdmin(err) ?? unreachable(err, session) ?? err));
     } finally {
       await session?.close().catch(() => {});
     }
@@ -90,6 +96,28 @@ function notTheAdmin(err: unknown): AdminCredentialError | undefined {
   if ((err as { code?: unknown }).code !== '42501') return undefined;
   return new AdminCredentialError(
     `${errorMessage(err)}: REPLYFLOW_ADMIN_DATABASE_URL must be the admin's role (the owner of replyflow’s tables), not the application role's`,
+  );
+}
+
+/** Thrown when the admin's PostgreSQL is out of reach; the message names the setting that points there. */
+export class AdminDatabaseUnreachableError extends Error {
+  override name = 'AdminDatabaseUnreachableError';
+}
+
+const OUT_OF_REACH = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ETIMEDOUT']);
+
+/** A connection that failed (pg's own timeout has no code) becomes one line naming where it went. */
+function unreachable(err: unknown, session?: AdminSession): AdminDatabaseUnreachableError | undefined {
+  if (!session || !(err instanceof Error)) return undefined;
+  const { code, address, port } = err as NodeJS.ErrnoException & { address?: string; port?: number };
+  if (!(code && OUT_OF_REACH.has(code)) && !/connection timeout/i.test(err.message)) return undefined;
+  const { config, runningStart } = session;
+  const where = address ? ` at ${address}${port ? `:${port}` : ''}` : '';
+  const origin = config.REPLYFLOW_ADMIN_DATABASE_URL
+    ? 'REPLYFLOW_ADMIN_DATABASE_URL'
+    : `the embedded PostgreSQL under ${path.join(config.REPLYFLOW_DATA_DIR, 'postgres')}, ${dataDirOrigin(runningStart)}`;
+  return new AdminDatabaseUnreachableError(
+    `cannot reach PostgreSQL${where} (${code ?? 'connection timeout'}; ${origin}): is it running? Set REPLYFLOW_ADMIN_DATABASE_URL to the admin's role where it runs`,
   );
 }
 

@@ -2,13 +2,15 @@
 // one role against configured servers; the operator commands (docs/cli.md) find and decide held and
 // failed work. `run(argv, io)` runs a command in-process and returns its exit code.
 
+import path from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { runClusterCommand } from '../cluster/command';
-import { ConfigError, loadConfig } from '../config';
+import { type Config, ConfigError, loadConfig, runtimeFileOf } from '../config';
 import { errorMessage } from '../failures';
-import { launch } from '../launcher';
+import { launch, type Running } from '../launcher';
 import { createLogger, debugStack } from '../logger';
 import { RouteFileError } from '../routes';
+import { claimRuntimeFile, releaseRuntimeFile } from '../running-start';
 import { TenantsFileError } from '../tenants/tenants-file';
 import { registerAccountCommands } from './account-commands';
 import { type CliContext, EXIT } from './command';
@@ -60,6 +62,35 @@ function listeningNote(url: string, listening: string | undefined): string {
     : `  listening on ${listening}`;
 }
 
+/**
+ * Tells the CLI of this clone where this start runs (its runtime file, src/running-start.ts), removed
+ * again when the process ends. @returns what the banner says about reaching it from another terminal.
+ */
+function tellTheCli(config: Config, urls: Running['urls']): string {
+  const file = runtimeFileOf(config);
+  const dataDir = path.resolve(config.REPLYFLOW_DATA_DIR);
+  const settings = `REPLYFLOW_URL=${urls.receiver} (operators), REPLYFLOW_DATA_DIR=${dataDir} (the admin's commands)`;
+  const elsewhere = `  from elsewhere: ${settings}; the temporal CLI: --address ${urls.temporal}`;
+  let other: ReturnType<typeof claimRuntimeFile>;
+  try {
+    other = claimRuntimeFile(file, {
+      pid: process.pid,
+      startedAt: new Date().toISOString(),
+      receiverUrl: urls.receiver,
+      dataDir,
+      temporalAddress: urls.temporal,
+      ...(urls.temporalUi ? { temporalUi: urls.temporalUi } : {}),
+    });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? errorMessage(err);
+    return `Other terminals: the CLI cannot be told where this runs (${file}: ${code}); set ${settings}.`;
+  }
+  if (other)
+    return `Other terminals: the CLI of this clone finds the replyflow start of pid ${other.pid} (${other.receiverUrl}), not this one; to reach this one set ${settings}.`;
+  process.on('exit', () => releaseRuntimeFile(file, process.pid));
+  return `Other terminals: any \`npx replyflow …\` in this clone finds this system (its runtime file: ${file}).\n${elsewhere}`;
+}
+
 function runRole(role: 'all' | 'receiver' | 'worker') {
   return async () => {
     const config = loadConfigOrExit();
@@ -92,8 +123,9 @@ function runRole(role: 'all' | 'receiver' | 'worker') {
       `  Temporal      ${urls.temporal}`,
       `  PostgreSQL    ${urls.database}`,
     ].filter(Boolean);
+    const reach = role === 'all' && urls.receiver ? `${tellTheCli(config, urls)}\n` : '';
     console.log(
-      `replyflow is running (${role === 'all' ? 'everything' : role}):\n${lines.join('\n')}\nPress Ctrl-C to stop.`,
+      `replyflow is running (${role === 'all' ? 'everything' : role}):\n${lines.join('\n')}\n${reach}Press Ctrl-C to stop.`,
     );
     if (running.noOperators) console.log(FIRST_OPERATOR_HINT);
     let stopping = false;

@@ -34,10 +34,12 @@ export class OperatorApiClient {
   /**
    * @param url replyflow's base URL (a receiver's), e.g. `http://127.0.0.1:3000`.
    * @param token the operator's token, sent as a bearer token on every request.
+   * @param origin the setting that gave `url`, as errors about reaching it name it.
    */
   constructor(
     readonly url: string,
     private readonly token: string,
+    private readonly origin = 'REPLYFLOW_URL',
   ) {}
 
   whoami(): Promise<Whoami> {
@@ -173,7 +175,7 @@ export class OperatorApiClient {
       });
     } catch (err) {
       throw new OperatorApiError(
-        `cannot reach replyflow at ${this.url} (${reasonOf(err)}): is \`replyflow start\` (or a receiver) running there, and REPLYFLOW_URL right?`,
+        `cannot reach replyflow at ${this.url} (${reasonOf(err)}; ${this.origin}): is \`replyflow start\` (or a receiver) running there? Set REPLYFLOW_URL to where it runs`,
       );
     }
     const answer = (await response.json().catch(() => undefined)) as unknown;
@@ -187,7 +189,7 @@ export class OperatorApiClient {
     if (response.status === 400 && refusal.code === 'bad_input') throw new OperatorInputError(why);
     if (response.status === 404 && refusal.code === undefined)
       throw new OperatorApiError(
-        `${this.url} has no operator API (HTTP 404): is REPLYFLOW_URL replyflow's receiver, and is it up to date?`,
+        `${this.url} has no operator API (HTTP 404; ${this.origin}): is it replyflow's receiver, and is it up to date? Set REPLYFLOW_URL to replyflow's receiver`,
       );
     throw new OperatorApiError(`replyflow at ${this.url}: ${why}`);
   }

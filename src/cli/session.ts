@@ -2,15 +2,17 @@
 // closed when the command ends. Operator commands reach replyflow's operator API (REPLYFLOW_URL) with
 // the operator's token and nothing else: no database, no Temporal, no payload key. The account and
 // maintenance commands an admin runs (`operator …`, `purge`) use the database instead. Unset
-// addresses mean the system `replyflow start` runs on this machine.
+// addresses mean the system `replyflow start` runs on this machine: the one its runtime file names
+// (src/running-start.ts), else the defaults.
 import path from 'node:path';
-import { type Config, loadConfig } from '../config';
+import { type Config, cliEnvironment, loadConfig } from '../config';
 import { createOperatorStore, type OperatorAccount } from '../db/operators';
 import { createPool, type Pool } from '../db/pool';
 import { runningClusterUrl } from '../embedded/postgres';
 import type { OperatorRole } from '../model';
 import { NOT_PERMITTED, recordAction } from '../operator/audit';
 import { NotPermittedError, OperatorInputError, OperatorTokenRefusedError } from '../operator/errors';
+import type { FoundStart } from '../running-start';
 import { CODEC_PATH } from '../temporal/codec-server';
 import type { CliIo } from './io';
 import { OperatorApiClient } from './operator-api';
@@ -18,8 +20,10 @@ import { operatorToken } from './operator-token';
 
 export interface Session {
   config: Config;
-  /** replyflow's operator API, as the operator behind the token. */
-  api(): OperatorApiClient;
+  /** The running `replyflow start` whose addresses `config` has, when it has them from one. */
+  runningStart?: FoundStart;
+  /** replyflow's operator API, as the operator behind the token (or as `token`, for `login`). */
+  api(token?: string): OperatorApiClient;
   /** The database, for the admin's account and maintenance commands; operator commands never open it. */
   pool(): Promise<Pool>;
   /** The enabled account the token belongs to, from the operators table (the admin's `purge`). */
@@ -37,19 +41,24 @@ export interface Session {
 }
 
 export function openSession(io: CliIo): Session {
-  const config = loadConfig(io.env);
+  const { env, runningStart } = cliEnvironment(io.env);
+  const config = loadConfig(env);
   let pool: Pool | undefined;
   let api: OperatorApiClient | undefined;
   let account: Promise<OperatorAccount> | undefined;
 
   const session: Session = {
     config,
-    api() {
-      api ??= new OperatorApiClient(replyflowUrl(config), operatorToken(config, io.env));
+    runningStart,
+    api(token) {
+      const client = (as: string) =>
+        new OperatorApiClient(replyflowUrl(config), as, replyflowUrlOrigin(config, runningStart));
+      if (token !== undefined) return client(token);
+      api ??= client(operatorToken(config, io.env));
       return api;
     },
     async pool() {
-      pool ??= createPool(databaseUrl(config), 4);
+      pool ??= createPool(databaseUrl(config, runningStart), 4);
       return pool;
     },
     operator() {
@@ -94,16 +103,36 @@ export function replyflowUrl(config: Config): string {
 }
 
 /**
+ * Which setting gave replyflow's URL, as the CLI's errors name it: the variable, or the running start
+ * that told it, or the default on PORT.
+ */
+export function replyflowUrlOrigin(config: Config, runningStart?: FoundStart): string {
+  if (runningStart) return `REPLYFLOW_URL from ${startInWords(runningStart)}`;
+  if (config.REPLYFLOW_URL) return 'REPLYFLOW_URL';
+  if (config.REPLYFLOW_CODEC_URL) return 'REPLYFLOW_CODEC_URL';
+  return `REPLYFLOW_URL unset: PORT ${config.PORT} on this machine, and no running replyflow start of this clone says otherwise`;
+}
+
+/** Which setting gave the data dir, as the CLI's errors name it. */
+export function dataDirOrigin(runningStart?: FoundStart): string {
+  return runningStart ? `REPLYFLOW_DATA_DIR from ${startInWords(runningStart)}` : 'REPLYFLOW_DATA_DIR';
+}
+
+function startInWords(start: FoundStart): string {
+  return `the runtime file of the replyflow start running here (pid ${start.pid}, ${start.file})`;
+}
+
+/**
  * DATABASE_URL, else the embedded PostgreSQL of `replyflow start` under the data dir, as the
  * application's role (src/embedded/postgres.ts).
  */
-export function databaseUrl(config: Config): string {
+export function databaseUrl(config: Config, runningStart?: FoundStart): string {
   if (config.DATABASE_URL) return config.DATABASE_URL;
   const dir = path.join(config.REPLYFLOW_DATA_DIR, 'postgres');
   const url = runningClusterUrl(dir);
   if (!url)
     throw new OperatorInputError(
-      `DATABASE_URL is unset and no embedded PostgreSQL is running under ${dir}: ` +
+      `DATABASE_URL is unset and no embedded PostgreSQL is running under ${dir} (${dataDirOrigin(runningStart)}): ` +
         'run `replyflow start` first, or set DATABASE_URL',
     );
   return url;

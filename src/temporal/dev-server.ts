@@ -138,19 +138,27 @@ class PortTakenError extends DevServerStartError {
   override name = 'PortTakenError';
 }
 
-export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
-  const namespace = options.namespace ?? 'default';
-  for (const [what, p] of [
-    ['Temporal gRPC', options.port],
-    ['Temporal Web UI', options.uiPort],
+/**
+ * Refuses ports that something else holds, naming the setting that chose each (`replyflow start`
+ * passes TEMPORAL_DEV_PORT and TEMPORAL_UI_PORT): the launcher asks before it starts anything.
+ */
+export async function checkDevServerPorts(options: Pick<DevServerOptions, 'port' | 'uiPort'>): Promise<void> {
+  for (const [setting, what, p] of [
+    ['TEMPORAL_DEV_PORT', "the embedded Temporal's gRPC port", options.port],
+    ['TEMPORAL_UI_PORT', "the embedded Temporal's Web UI", options.uiPort],
   ] as const) {
     if (p && !(await portIsFree(p))) {
       throw new DevServerStartError(
-        `port ${p} (${what}) is already in use: stop what holds it (another replyflow or Temporal dev server?), ` +
-          'or set TEMPORAL_ADDRESS to use a running Temporal server instead of the embedded one.',
+        `${setting} ${p} (${what}) is already in use on 127.0.0.1: stop what holds it (another replyflow start or Temporal dev server?), ` +
+          `set ${setting} to another port, or set TEMPORAL_ADDRESS to use a running Temporal server instead of the embedded one.`,
       );
     }
   }
+}
+
+export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
+  const namespace = options.namespace ?? 'default';
+  await checkDevServerPorts(options);
   for (let attempt = 1; ; attempt++) {
     const ports = await pickPorts(options);
     try {

@@ -134,7 +134,7 @@ describe("operator CLI: replyflow's URL and a token are all it needs (receiver, 
       assert.equal(result.code, 1, argv[0]);
       assert.equal(
         oneLine(result),
-        `replyflow: cannot reach replyflow at ${url} (ECONNREFUSED): is \`replyflow start\` (or a receiver) running there, and REPLYFLOW_URL right?`,
+        `replyflow: cannot reach replyflow at ${url} (ECONNREFUSED; REPLYFLOW_URL): is \`replyflow start\` (or a receiver) running there? Set REPLYFLOW_URL to where it runs`,
       );
       assert.ok(!result.stderr.includes(desk.token));
     }

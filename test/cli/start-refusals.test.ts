@@ -3,7 +3,7 @@
 // stops the start after them); the stack follows only with LOG_LEVEL=debug.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -156,6 +156,23 @@ describe('start refusals (real executable)', function () {
       const [first, ...rest] = atDebug.stderr.split('\n');
       assert.equal(first, oneLine(atInfo));
       assert.match(rest.join('\n'), /^\S*Error: .*\n\s+at /);
+    });
+
+    it('is refused for the embedded Temporal in one line naming TEMPORAL_DEV_PORT, before PostgreSQL starts, exit 1', async () => {
+      const dataDir = mkdtempSync(path.join(os.tmpdir(), 'replyflow-refused-'));
+      const exit = await replyflow('start', {
+        REPLYFLOW_DATA_DIR: dataDir,
+        TEMPORAL_DEV_PORT: String(port),
+        LOG_LEVEL: 'silent',
+      });
+      assert.equal(exit.code, 1);
+      assert.match(
+        oneLine(exit),
+        new RegExp(
+          `^replyflow: TEMPORAL_DEV_PORT ${port} \\(the embedded Temporal's gRPC port\\) is already in use on 127\\.0\\.0\\.1: .*set TEMPORAL_DEV_PORT to another port, or set TEMPORAL_ADDRESS`,
+        ),
+      );
+      assert.ok(!existsSync(path.join(dataDir, 'postgres')), 'no PostgreSQL was started for nothing');
     });
   });
 });
