@@ -121,7 +121,7 @@ function without(raw: string[], names: string[]): string[] {
 
 /**
  * Passes one allowed request to the UI server and its answer back, streaming both bodies; the
- * settings answer is read whole (asked for uncompressed) to complete its codec part.
+ * settings answer is read whole (asked for uncompressed, unconditionally) to complete its codec part.
  */
 function forward(req: http.IncomingMessage, res: http.ServerResponse, options: WebUiGuardOptions): void {
   const { codecLogin } = options;
@@ -134,7 +134,10 @@ function forward(req: http.IncomingMessage, res: http.ServerResponse, options: W
       port: options.upstreamPort,
       method: req.method,
       path: req.url,
-      headers: settings ? without(headers, ['accept-encoding']) : headers,
+      // Whole and fresh: a 304 would keep settings a browser cached before they were completed.
+      headers: settings
+        ? without(headers, ['accept-encoding', 'if-none-match', 'if-modified-since'])
+        : headers,
     },
     (reply) => {
       if (!settings || reply.statusCode !== 200) {
@@ -152,11 +155,13 @@ function forward(req: http.IncomingMessage, res: http.ServerResponse, options: W
         } catch {
           completed = body; // not the JSON we know: the UI reads it as it is
         }
-        const kept = without(endToEnd(reply.rawHeaders), ['content-length', 'content-encoding', 'etag']);
+        const changed = ['content-length', 'content-encoding', 'etag', 'last-modified', 'cache-control'];
         res.writeHead(200, reply.statusMessage, [
-          ...kept,
+          ...without(endToEnd(reply.rawHeaders), changed),
           'content-length',
           String(Buffer.byteLength(completed)),
+          'cache-control',
+          'no-store',
         ]);
         res.end(completed);
       });

@@ -118,7 +118,9 @@ describe('Web UI guard: the UI’s codec settings (src/temporal/web-ui-guard.ts 
       upstreamPort: (upstream.address() as AddressInfo).port,
       ...(codecLogin ? { codecLogin } : {}),
     });
-    const response = await fetch(`${guard.url}${path}`, { headers: { 'accept-encoding': 'gzip' } });
+    const response = await fetch(`${guard.url}${path}`, {
+      headers: { 'accept-encoding': 'gzip', 'if-none-match': '"1"' },
+    });
     return { response, body: await response.text() };
   }
 
@@ -133,7 +135,9 @@ describe('Web UI guard: the UI’s codec settings (src/temporal/web-ui-guard.ts 
     });
     assert.equal(JSON.parse(body).Version, '2.54.1', 'the rest as the UI server said');
     assert.equal(requests[0]?.['accept-encoding'], undefined, 'asked uncompressed, to be read');
+    assert.equal(requests[0]?.['if-none-match'], undefined, 'asked whole: no 304 of what a browser cached');
     assert.equal(response.headers.get('etag'), null, 'no validator of the unchanged answer');
+    assert.equal(response.headers.get('cache-control'), 'no-store');
   });
 
   it('passes everything else as it is: other paths, a UI without a codec login, one without an endpoint', async () => {
