@@ -88,6 +88,8 @@ export function eventStartOptions(
     workflowIdReusePolicy: reuse,
     workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
     memo: { correlationId: event.correlationId },
+    // What the Web UI shows above the workflow (decoded through the codec login, like the input).
+    staticSummary: eventSummary(event),
     // Its tasks, and its activities' (they inherit it), take turns with other conversations' in
     // Temporal's matching: a burst into one conversation queues behind itself, not in front of others.
     priority: { fairnessKey: fairnessKeyOf(event) },
@@ -100,6 +102,27 @@ export function eventStartOptions(
       ...(event.tenant && parseTenant(event.tenant) ? [{ key: Tenant, value: event.tenant }] : []),
     ],
   };
+}
+
+/** Well within Temporal's limit on a workflow's summary (user metadata). */
+export const SUMMARY_CHARS = 200;
+/**
+ * What an event type or an id may look like to be shown: no spaces, so never a sentence of text, and
+ * no brackets or angle brackets, so no link or HTML in the Markdown the UI renders a summary as.
+ */
+const SHOWN = /^[\w.:@/+=-]{1,100}$/;
+
+/**
+ * One line an operator reads a workflow by: the provider, the event type, the conversation and the
+ * tenant, each only when it is an identifier (the search attributes hold the same ids), never any
+ * message text. E.g. `slack message · conversation T1:C1 · tenant slack:T1`.
+ */
+export function eventSummary(event: InboundEvent): string {
+  const parts = [SHOWN.test(event.eventType) ? `${event.provider} ${event.eventType}` : event.provider];
+  if (event.conversation && SHOWN.test(event.conversation.id))
+    parts.push(`conversation ${event.conversation.id}`);
+  if (event.tenant && parseTenant(event.tenant)) parts.push(`tenant ${event.tenant}`);
+  return parts.join(' · ').slice(0, SUMMARY_CHARS);
 }
 
 /** Temporal's limit on a fairness key. */

@@ -630,9 +630,11 @@ function signedInPage(account: OperatorAccount, endpoint: string): string {
   return page(`<p id="codec-status" role="status">Signed in as <b id="codec-operator">${escapeHtml(account.name)}</b>
 (roles: ${escapeHtml(account.roles.join(', '))}): this browser may now decode payloads, and decisions it
 sends are sealed for ${escapeHtml(account.name)}.</p>
-<p>In the Temporal Web UI open <b>Codec Server</b> (the icon in the top bar), choose <b>Use my browser
-setting</b>, enter the endpoint <code>${escapeHtml(endpoint)}</code>, turn on <b>Include cross-origin
-credentials</b> and apply; then reload the page.</p>
+<p>Reload the Temporal Web UI: the UI of <code>replyflow start</code> (and one configured with
+<code>TEMPORAL_CODEC_INCLUDE_CREDENTIALS=true</code>) decodes through this endpoint with this login. A UI set
+up otherwise: open <b>Codec Server</b> (the icon in its top bar), choose <b>Use my browser setting</b>,
+enter the endpoint <code>${escapeHtml(endpoint)}</code>, turn on <b>Include cross-origin credentials</b>,
+apply and reload.</p>
 <form method="post" action="${CODEC_PATH}/logout"><button type="submit">Sign out</button></form>`);
 }
 

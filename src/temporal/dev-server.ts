@@ -46,7 +46,10 @@ export interface DevServerOptions {
   port?: number;
   /** Web UI port (the guard's; the UI server itself is on a blocked port); omit or 0 for headless. */
   uiPort?: number;
-  /** Passed to the UI so that it decodes payloads through our codec server. */
+  /**
+   * Passed to the UI so that it decodes payloads through our codec server, with the browser's codec
+   * login (`<endpoint>/login`) as its credentials (web-ui-guard.ts codecSettings).
+   */
   uiCodecEndpoint?: string;
   namespace?: string;
   /** Seconds to wait for the server to answer. @default 60 */
@@ -217,7 +220,11 @@ async function withGuard(child: ChildProcess, ports: Ports, options: DevServerOp
   let guard: WebUiGuard | undefined;
   if (options.uiPort && ports.ui) {
     try {
-      guard = await startWebUiGuard({ port: options.uiPort, upstreamPort: ports.ui });
+      guard = await startWebUiGuard({
+        port: options.uiPort,
+        upstreamPort: ports.ui,
+        codecLogin: options.uiCodecEndpoint && `${options.uiCodecEndpoint}/login`,
+      });
     } catch (err) {
       await stopChild(child);
       throw new DevServerStartError(errorMessage(err), { cause: err });

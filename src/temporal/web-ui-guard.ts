@@ -2,7 +2,9 @@
 // host name rebound to 127.0.0.1 is "same origin" to it and passes its CSRF check; the UI therefore
 // listens where browsers never connect (browser-blocked-ports.ts), and this proxy, on the port the
 // banner prints, passes on only what is addressed to this machine by name and comes from the UI's own
-// origin, or is a person opening a page (an alert's link).
+// origin, or is a person opening a page (an alert's link). It also completes the UI's codec settings
+// (codecSettings): the cluster-level codec endpoint goes with the browser's codec login cookie, and
+// the banner shown while decoding fails links to that login, so the UI's own dialog is never needed.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -11,6 +13,11 @@ export interface WebUiGuardOptions {
   port: number;
   /** The UI server itself, on 127.0.0.1. */
   upstreamPort: number;
+  /**
+   * The codec server's login page, when the UI is started with its codec endpoint: the UI's settings
+   * then send the login cookie along and name this page in the banner (codecSettings).
+   */
+  codecLogin?: string;
 }
 
 export interface WebUiGuard {
@@ -55,6 +62,31 @@ export function refusal(
   return undefined;
 }
 
+/** Where the UI's page reads its settings (Temporal UI's `GET /api/v1/settings`). */
+export const SETTINGS_PATH = '/api/v1/settings';
+
+/** What the UI's banner says while it cannot decode, before the link to the codec login. */
+export const CODEC_BANNER =
+  'Encrypted: sign in with your operator token at the codec login, then reload this page:';
+
+/**
+ * The UI server's settings answer (JSON) with the codec's completed: its cluster-level endpoint is
+ * called with credentials, so the browser sends the SameSite=Strict login cookie of that endpoint's
+ * host (what TEMPORAL_CODEC_INCLUDE_CREDENTIALS=true does for a UI in a container), and the banner
+ * names the login page instead of Temporal's docs. Nothing else changes; no endpoint, no change.
+ */
+export function codecSettings(body: string, codecLogin: string): string {
+  const settings = JSON.parse(body) as { Codec?: Record<string, unknown> | null };
+  if (!settings.Codec?.Endpoint) return body;
+  settings.Codec = {
+    ...settings.Codec,
+    IncludeCredentials: true,
+    DefaultErrorMessage: CODEC_BANNER,
+    DefaultErrorLink: codecLogin,
+  };
+  return JSON.stringify(settings);
+}
+
 /** Connection-level headers: each hop sets its own (RFC 9110, section 7.6.1). */
 const HOP_BY_HOP = new Set([
   'connection',
@@ -79,19 +111,60 @@ function answer(res: http.ServerResponse, status: number, message: string): void
     .end(`${message}\n`);
 }
 
-/** Passes one allowed request to the UI server and its answer back, streaming both bodies. */
-function forward(req: http.IncomingMessage, res: http.ServerResponse, upstreamPort: number): void {
+/** Headers without the named ones (lower case), from a raw list. */
+function without(raw: string[], names: string[]): string[] {
+  const kept: string[] = [];
+  for (let i = 0; i < raw.length; i += 2)
+    if (!names.includes(raw[i]!.toLowerCase())) kept.push(raw[i]!, raw[i + 1]!);
+  return kept;
+}
+
+/**
+ * Passes one allowed request to the UI server and its answer back, streaming both bodies; the
+ * settings answer is read whole (asked for uncompressed, unconditionally) to complete its codec part.
+ */
+function forward(req: http.IncomingMessage, res: http.ServerResponse, options: WebUiGuardOptions): void {
+  const { codecLogin } = options;
+  const settings =
+    codecLogin !== undefined && req.method === 'GET' && req.url?.split('?')[0] === SETTINGS_PATH;
+  const headers = endToEnd(req.rawHeaders);
   const upstream = http.request(
     {
       host: '127.0.0.1',
-      port: upstreamPort,
+      port: options.upstreamPort,
       method: req.method,
       path: req.url,
-      headers: endToEnd(req.rawHeaders),
+      // Whole and fresh: a 304 would keep settings a browser cached before they were completed.
+      headers: settings
+        ? without(headers, ['accept-encoding', 'if-none-match', 'if-modified-since'])
+        : headers,
     },
     (reply) => {
-      res.writeHead(reply.statusCode ?? 502, reply.statusMessage, endToEnd(reply.rawHeaders));
-      reply.pipe(res);
+      if (!settings || reply.statusCode !== 200) {
+        res.writeHead(reply.statusCode ?? 502, reply.statusMessage, endToEnd(reply.rawHeaders));
+        return void reply.pipe(res);
+      }
+      const chunks: Buffer[] = [];
+      reply.on('error', () => res.destroy());
+      reply.on('data', (chunk: Buffer) => chunks.push(chunk));
+      reply.on('end', () => {
+        const body = Buffer.concat(chunks).toString('utf8');
+        let completed: string;
+        try {
+          completed = codecSettings(body, codecLogin);
+        } catch {
+          completed = body; // not the JSON we know: the UI reads it as it is
+        }
+        const changed = ['content-length', 'content-encoding', 'etag', 'last-modified', 'cache-control'];
+        res.writeHead(200, reply.statusMessage, [
+          ...without(endToEnd(reply.rawHeaders), changed),
+          'content-length',
+          String(Buffer.byteLength(completed)),
+          'cache-control',
+          'no-store',
+        ]);
+        res.end(completed);
+      });
     },
   );
   upstream.on('error', () => {
@@ -112,7 +185,7 @@ export async function startWebUiGuard(options: WebUiGuardOptions): Promise<WebUi
   const server = http.createServer((req, res) => {
     const why = refusal(req, options.port);
     if (why) answer(res, 403, why);
-    else forward(req, res, options.upstreamPort);
+    else forward(req, res, options);
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) =>

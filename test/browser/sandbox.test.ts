@@ -65,8 +65,6 @@ describe('sandbox page: the demo from chat to held to resolved (Chromium)', func
     const workflowUrl = ui.url();
     await webUi.codecLogin(ui, stack.receiver.url, stack.operator);
     await ui.goto(workflowUrl);
-    await webUi.useCodecWithCredentials(ui, `${stack.receiver.url}/codec`);
-    await ui.reload();
     await ui.getByText('where is my parcel?').first().waitFor();
     // The workflow page's address names the workflow: /namespaces/<ns>/workflows/<id>/<run id>/…
     const workflowId = decodeURIComponent(new URL(workflowUrl).pathname.split('/')[4]!);

@@ -1,22 +1,31 @@
 // The operator's screen in a real browser: Debian's Chromium on the Temporal Web UI of a dev server
-// started with our codec endpoint. The operator finds a held item by search attribute, reads it
-// (ciphertext until signed in to the codec server with their operator token), and resolves it from
+// started with our codec endpoint, as `replyflow start` starts it. The operator finds a held item by
+// search attribute, reads it (ciphertext until signed in to the codec server with their operator
+// token, at the login page the UI's banner links to; no codec dialog), and resolves it from
 // "Send a Signal": the codec server seals the decision for them, the workflow audits it in their name.
 // UPDATE_SCREENSHOTS=1 refreshes the runbook's pictures in docs/img/.
 import assert from 'node:assert/strict';
+import { eventStartOptions, eventSummary } from '../../src/receiver/start-event';
+import { CODEC_BANNER } from '../../src/temporal/web-ui-guard';
+import type { handleEvent } from '../../workflows';
 import { statusQuery } from '../../workflows/messages';
 import { FakeTarget } from '../helpers/fake-target';
 import { sandboxEvent, uniqueId } from '../helpers/system';
-import { auditRows, effectRows, startEvent, waitForState } from '../helpers/workflows';
+import { auditRows, effectRows, waitForState } from '../helpers/workflows';
 import { type Browser, launchBrowser, screenshot, startUiStack, type UiStack, webUi } from './harness';
 
-/** The columns the runbook recommends for held and failed work, in this order. */
+/**
+ * The columns the runbook recommends for held and failed work, in this order (each one added goes
+ * last): the short ones first, so that a long workflow id pushes none of them off the screen.
+ */
 const COLUMNS = [
   'ReplyState',
   'Integration',
   'FailedStep',
   'LastErrorClass',
   'Attempts',
+  'Workflow ID',
+  'Start',
   'RecommendedAction',
 ];
 
@@ -43,10 +52,11 @@ describe('Temporal Web UI: find a held item by search attribute and resolve it f
     const text = `where is my parcel ${uniqueId('')}?`;
     // The reply reaches the target, but its answer is lost: sandbox-blind cannot be asked → held.
     fake.next('accept-then-drop');
-    const handle = await startEvent(
-      stack.client,
-      stack.config.TEMPORAL_TASK_QUEUE,
-      sandboxEvent({ conversationId, target: 'sandbox-blind', text }),
+    const event = sandboxEvent({ conversationId, target: 'sandbox-blind', text });
+    // Started as the receiver starts it: its search attributes and its summary.
+    const handle = await stack.client.workflow.start<typeof handleEvent>(
+      'handleEvent',
+      eventStartOptions(event, stack.config.TEMPORAL_TASK_QUEUE),
     );
     const held = await waitForState(handle, 'held', 120_000);
     const effectId = held.effectId!;
@@ -65,7 +75,7 @@ describe('Temporal Web UI: find a held item by search attribute and resolve it f
     await page.getByRole('button', { name: 'Held replies' }).waitFor();
     await page.getByTestId('workflows-summary-table-configuration-button').click();
     const drawer = page.locator('#workflows-table-configuration-drawer');
-    for (const column of ['Run ID', 'Type', 'End'])
+    for (const column of ['Workflow ID', 'Run ID', 'Type', 'Start', 'End'])
       await page.getByRole('button', { name: `Remove ${column} column` }).click();
     for (const column of COLUMNS) await page.getByRole('button', { name: `Add ${column} column` }).click();
     await drawer.getByText('Columns (in view)').scrollIntoViewIfNeeded();
@@ -74,12 +84,22 @@ describe('Temporal Web UI: find a held item by search attribute and resolve it f
     await drawer.waitFor({ state: 'hidden' });
     await page.getByRole('columnheader', { name: 'RecommendedAction' }).waitFor();
     await page.getByRole('cell', { name: 'held', exact: true }).waitFor();
+    // Readable without scrolling: every short column and the workflow's link are on the screen.
+    const width = page.viewportSize()!.width;
+    for (const header of COLUMNS.slice(0, -1)) {
+      const box = await page.getByRole('columnheader', { name: header, exact: true }).boundingBox();
+      assert.ok(box && box.x + box.width <= width, `${header} is on the screen`);
+    }
+    const link = await row.boundingBox();
+    assert.ok(link && link.x + link.width <= width, 'the workflow id is on the screen');
     await screenshot(page, 'ui-held-list');
 
-    // 2. Without the codec login the UI cannot decode: the input shows as ciphertext.
+    // 2. Without the codec login the UI cannot decode: the input shows as ciphertext, and the banner
+    // links to the login page.
     await row.click();
     await page.getByRole('heading', { name: handle.workflowId }).waitFor();
-    await page.locator('#content').getByText('Codec Server could not connect').waitFor();
+    await page.locator('#content').getByText(CODEC_BANNER).waitFor();
+    const loginLink = page.getByRole('link', { name: `${stack.receiver.url}/codec/login` });
     assert.equal(await page.getByText(text).count(), 0, 'no plaintext without the codec login');
     await screenshot(page, 'ui-ciphertext');
     // Nor can a signal be sent: the UI encodes it through /codec/encode, which refuses.
@@ -102,17 +122,21 @@ describe('Temporal Web UI: find a held item by search attribute and resolve it f
       'the refused signal never arrived',
     );
 
-    // 3. Sign in to the codec server, and point this browser's codec setting at it with credentials.
-    const workflowUrl = page.url();
-    await webUi.codecLogin(page, stack.receiver.url, stack.operator);
-    await screenshot(page, 'codec-login');
-    await page.goto(workflowUrl);
-    await webUi.useCodecWithCredentials(page, `${stack.receiver.url}/codec`, () =>
-      screenshot(page, 'ui-codec-settings'),
-    );
+    // 3. The banner's link opens the codec login in a new tab; signed in there, the UI decodes on a
+    // reload, through the endpoint it was started with: no codec dialog.
+    const [login] = await Promise.all([browser.context.waitForEvent('page'), loginLink.click()]);
+    await webUi.codecLogin(login, stack.receiver.url, stack.operator);
+    await screenshot(login, 'codec-login');
+    await login.close();
     await page.reload();
     await page.getByText(text).first().waitFor();
+    assert.equal(await page.locator('#content').getByText(CODEC_BANNER).count(), 0, 'the banner is gone');
     await screenshot(page, 'ui-decoded');
+    // Its summary says what it is without its text: provider, event type, conversation (the UI
+    // renders it as Markdown, in a frame of its own).
+    await page.locator('#content').getByText('User Metadata', { exact: true }).click();
+    await page.frameLocator('#user-metadata-summary').getByText(eventSummary(event)).waitFor();
+    await screenshot(page, 'ui-summary');
 
     // 4. The status query, readable without any message text.
     await page.locator('#content').getByText('Queries', { exact: true }).click();

@@ -1,8 +1,18 @@
 // The Web UI guard's rule, request by request: a request the UI itself makes passes; each test breaks
 // one thing a hostile page would (test/browser/hostile-page.test.ts plays the pages in Chromium).
+// And the codec settings it completes, through a real guard in front of a stand-in UI server.
 import assert from 'node:assert/strict';
-import type { IncomingHttpHeaders } from 'node:http';
-import { refusal } from '../../src/temporal/web-ui-guard';
+import http, { type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { freePort } from '../../src/ports';
+import {
+  CODEC_BANNER,
+  codecSettings,
+  refusal,
+  SETTINGS_PATH,
+  startWebUiGuard,
+  type WebUiGuard,
+} from '../../src/temporal/web-ui-guard';
 
 const PORT = 8233;
 
@@ -71,5 +81,78 @@ describe('Web UI guard: which requests reach the embedded Temporal Web UI (src/t
   it('expects no port in the Host on port 80, as browsers send it', () => {
     const headers = { host: '127.0.0.1', origin: 'http://127.0.0.1' };
     assert.equal(refusal({ method: 'POST', headers }, 80), undefined);
+  });
+});
+
+describe('Web UI guard: the UI’s codec settings (src/temporal/web-ui-guard.ts codecSettings)', () => {
+  const LOGIN = 'http://127.0.0.1:3000/codec/login';
+  /** What the UI server of `temporal server start-dev --ui-codec-endpoint` answers, in part. */
+  const settings = (codec: object | null) =>
+    JSON.stringify({ DefaultNamespace: 'default', Codec: codec, Version: '2.54.1' });
+  let upstream: http.Server;
+  let guard: WebUiGuard | undefined;
+  let requests: IncomingHttpHeaders[];
+  let answer: string;
+
+  before(async () => {
+    upstream = http.createServer((req, res) => {
+      requests.push(req.headers);
+      const body = req.url === SETTINGS_PATH ? answer : 'page';
+      res.writeHead(200, { 'content-type': 'application/json', etag: '"1"' }).end(body);
+    });
+    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+  });
+  beforeEach(() => {
+    requests = [];
+    answer = settings({ Endpoint: 'http://127.0.0.1:3000/codec', IncludeCredentials: false });
+  });
+  afterEach(async () => {
+    await guard?.close();
+    guard = undefined;
+  });
+  after(() => new Promise<void>((resolve) => upstream.close(() => resolve())));
+
+  async function through(codecLogin: string | undefined, path = SETTINGS_PATH) {
+    guard = await startWebUiGuard({
+      port: await freePort(),
+      upstreamPort: (upstream.address() as AddressInfo).port,
+      ...(codecLogin ? { codecLogin } : {}),
+    });
+    const response = await fetch(`${guard.url}${path}`, {
+      headers: { 'accept-encoding': 'gzip', 'if-none-match': '"1"' },
+    });
+    return { response, body: await response.text() };
+  }
+
+  it('sends the login cookie to the cluster-level endpoint and names the login page in the banner', async () => {
+    const { response, body } = await through(LOGIN);
+    assert.equal(response.status, 200);
+    assert.deepEqual(JSON.parse(body).Codec, {
+      Endpoint: 'http://127.0.0.1:3000/codec',
+      IncludeCredentials: true,
+      DefaultErrorMessage: CODEC_BANNER,
+      DefaultErrorLink: LOGIN,
+    });
+    assert.equal(JSON.parse(body).Version, '2.54.1', 'the rest as the UI server said');
+    assert.equal(requests[0]?.['accept-encoding'], undefined, 'asked uncompressed, to be read');
+    assert.equal(requests[0]?.['if-none-match'], undefined, 'asked whole: no 304 of what a browser cached');
+    assert.equal(response.headers.get('etag'), null, 'no validator of the unchanged answer');
+    assert.equal(response.headers.get('cache-control'), 'no-store');
+  });
+
+  it('passes everything else as it is: other paths, a UI without a codec login, one without an endpoint', async () => {
+    assert.equal((await through(LOGIN, '/namespaces/default/workflows')).body, 'page');
+    assert.equal(requests[0]?.['accept-encoding'], 'gzip');
+    await guard?.close();
+    assert.equal((await through(undefined)).body, answer);
+    await guard?.close();
+    answer = settings(null);
+    assert.equal((await through(LOGIN)).body, answer);
+    assert.equal(codecSettings('{"Codec":{"Endpoint":""}}', LOGIN), '{"Codec":{"Endpoint":""}}');
+  });
+
+  it('passes an answer that is not JSON unchanged', async () => {
+    answer = 'not json';
+    assert.equal((await through(LOGIN)).body, 'not json');
   });
 });
