@@ -5,7 +5,9 @@
 import assert from 'node:assert/strict';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { Worker } from '@temporalio/worker';
 import type { ReceiverHandle } from '../../src/receiver';
+import { connectClient, dataConverter, type TemporalClient } from '../../src/temporal/client';
 import type { Tracing } from '../../src/tracing';
 import { tracingWith } from '../../src/tracing/sdk';
 import { cli } from '../cli/harness';
@@ -13,7 +15,7 @@ import { eventually } from '../helpers/eventually';
 import { FakeTarget } from '../helpers/fake-target';
 import { testOperator } from '../helpers/operators';
 import { capturedLogger, post, sandboxRequest, startTestReceiver } from '../helpers/receiver';
-import { database, devServer } from '../helpers/servers';
+import { database, devServer, TEST_ENCRYPTION_KEY, workflowBundle } from '../helpers/servers';
 import { startTestWorker, testConfig } from '../helpers/system';
 
 describe('traces (dev server, PostgreSQL, a receiver, a worker, a fake target, an in-memory exporter)', function () {
@@ -25,6 +27,7 @@ describe('traces (dev server, PostgreSQL, a receiver, a worker, a fake target, a
   let fake: FakeTarget;
   let receiver: ReceiverHandle;
   let worker: { stop(): Promise<void> };
+  let temporal: TemporalClient;
 
   before(async () => {
     const [server] = await Promise.all([devServer(), database()]);
@@ -38,8 +41,10 @@ describe('traces (dev server, PostgreSQL, a receiver, a worker, a fake target, a
       tracing,
     });
     worker = await startTestWorker({ address: server.address, config: traced, logger: logs.logger, tracing });
+    temporal = await connectClient(server.address, 'default', TEST_ENCRYPTION_KEY);
   });
   after(async () => {
+    await temporal?.close();
     await worker?.stop();
     await receiver?.stop();
     await fake?.stop();
@@ -47,7 +52,7 @@ describe('traces (dev server, PostgreSQL, a receiver, a worker, a fake target, a
     await tracing?.shutdown();
   });
 
-  it('follows a webhook to its reply in one trace: request → start → workflow → activity → HTTP call', async () => {
+  it('follows a webhook to its reply in one trace: request → start → workflow → activity → HTTP call, and the run replays', async () => {
     const request = sandboxRequest(config, { text: 'a question nobody may read in a span' });
     const answer = await post(receiver, request);
     assert.equal(answer.status, 202);
@@ -117,9 +122,53 @@ describe('traces (dev server, PostgreSQL, a receiver, a worker, a fake target, a
       `the receiver's line carries the trace id: ${logs.raw()}`,
     );
 
+    assert.ok(
+      traced.some((line) => line.msg === 'sent'),
+      `the send activity's line carries the trace id: ${logs.raw()}`,
+    );
+
+    // The run's interceptors were chosen by its start's headers, which its history holds: a worker
+    // that evicted it (or restarted) makes the same commands when it replays.
+    const history = await temporal.client.workflow.getHandle(workflowId).fetchHistory();
+    await Worker.runReplayHistory(
+      {
+        workflowBundle: await workflowBundle(),
+        dataConverter: dataConverter(TEST_ENCRYPTION_KEY),
+        sinks: tracing.workerOptions.sinks,
+      },
+      history,
+      workflowId,
+    );
+
     const viewer = await testOperator(['view']);
     const shown = await cli(['show', workflowId], { as: viewer });
     assert.equal(shown.code, 0, shown.stderr);
     assert.match(shown.stdout, new RegExp(`^trace id {2,}${traceId}$`, 'm'));
+  });
+
+  it('leaves a run untraced when its receiver has traces off: no trace context in its start, no trace id', async () => {
+    const server = await devServer();
+    const untraced = await startTestReceiver({
+      config: { ...config, SANDBOX_API_URL: fake.url },
+      temporalAddress: server.address,
+    });
+    try {
+      const request = sandboxRequest(config);
+      const answer = await post(untraced, request);
+      assert.equal(answer.status, 202);
+      const { workflowId } = (await answer.json()) as { workflowId: string };
+      const handle = temporal.client.workflow.getHandle(workflowId);
+      await handle.result();
+      assert.equal(fake.deliveredTo(request.conversationId).length, 1);
+      const started = (await handle.fetchHistory()).events?.[0]?.workflowExecutionStartedEventAttributes;
+      assert.deepEqual(Object.keys(started?.header?.fields ?? {}), []);
+      assert.equal((await handle.describe()).memo?.traceId, undefined);
+      assert.ok(
+        !exporter.getFinishedSpans().some((s) => s.attributes['replyflow.workflow_id'] === workflowId),
+        'no request span',
+      );
+    } finally {
+      await untraced.stop();
+    }
   });
 });
