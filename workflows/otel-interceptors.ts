@@ -2,6 +2,7 @@
 // gets @temporalio/interceptors-opentelemetry's interceptors, a RunWorkflow span and a StartActivity
 // span around each activity, as children of the receiver's. A run started without one (traces off,
 // the default, and every run recorded before) gets none: no spans, no sink calls, the same commands.
+import { TRACE_HEADER } from '@temporalio/interceptors-opentelemetry/lib/instrumentation';
 import {
   OpenTelemetryInboundInterceptor,
   OpenTelemetryInternalsInterceptor,
@@ -20,9 +21,6 @@ import type {
   WorkflowInterceptors,
   WorkflowOutboundCallsInterceptor,
 } from '@temporalio/workflow';
-
-/** The header the client interceptor writes the trace context into (the package's TRACE_HEADER). */
-const TRACE_HEADER = '_tracer-data';
 
 /** Per run: the package's interceptors, made on the run's first activation only when its start was traced. */
 class RunTracing {

@@ -19,6 +19,7 @@ import {
   OpenTelemetryActivityOutboundInterceptor,
   OpenTelemetryWorkflowClientInterceptor,
 } from '@temporalio/interceptors-opentelemetry';
+import { TRACE_HEADER } from '@temporalio/interceptors-opentelemetry/lib/instrumentation';
 import type { TracesExport } from '../config';
 import { traceHttpClients } from './http-client-spans';
 import type { Tracing } from './index';
@@ -53,10 +54,18 @@ export function tracingWith(spanProcessor: SpanProcessor, serviceName: string): 
     workerOptions: {
       interceptors: {
         activity: [
-          (ctx) => ({
-            inbound: new OpenTelemetryActivityInboundInterceptor(ctx),
-            outbound: new OpenTelemetryActivityOutboundInterceptor(ctx),
-          }),
+          (ctx) => {
+            const traced = new OpenTelemetryActivityInboundInterceptor(ctx);
+            return {
+              // Only for a traced run (its workflow passed the context on): an untraced one's
+              // activities would each start a trace of their own.
+              inbound: {
+                execute: (input, next) =>
+                  TRACE_HEADER in input.headers ? traced.execute(input, next) : next(input),
+              },
+              outbound: new OpenTelemetryActivityOutboundInterceptor(ctx),
+            };
+          },
         ],
       },
       sinks: { exporter: makeWorkflowExporter(spanProcessor, resource) },

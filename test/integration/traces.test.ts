@@ -163,9 +163,11 @@ describe('traces (dev server, PostgreSQL, a receiver, a worker, a fake target, a
       const started = (await handle.fetchHistory()).events?.[0]?.workflowExecutionStartedEventAttributes;
       assert.deepEqual(Object.keys(started?.header?.fields ?? {}), []);
       assert.equal((await handle.describe()).memo?.traceId, undefined);
+      const spans = exporter.getFinishedSpans();
+      assert.ok(!spans.some((s) => s.attributes['replyflow.workflow_id'] === workflowId), 'no request span');
       assert.ok(
-        !exporter.getFinishedSpans().some((s) => s.attributes['replyflow.workflow_id'] === workflowId),
-        'no request span',
+        !spans.some((s) => s.attributes.temporalWorkflowId === workflowId),
+        'no activity span either, on this traced worker',
       );
     } finally {
       await untraced.stop();
