@@ -32,6 +32,14 @@ const standardWebhooksSecrets = z
     return secrets;
   });
 
+function decodedOrUndefined(value: string): string | undefined {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return undefined;
+  }
+}
+
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 /** `500ms`, `30s`, `15m`, `4h`, `7d` → milliseconds. */
@@ -434,6 +442,52 @@ export const configSchema = z.object({
    * `replyflow receiver` / `worker` (src/sandbox/settings.ts).
    */
   SANDBOX_ENABLED: optionalFlag,
+  /**
+   * Traces (docs/runbook.md, "Traces"), by OpenTelemetry's own variables: `otlp` or `console` turn
+   * them on, `none` off; unset: on (OTLP) when an OTLP endpoint is set, else off.
+   */
+  OTEL_TRACES_EXPORTER: z.enum(['otlp', 'console', 'none']).optional(),
+  /** The collector's OTLP/HTTP base URL; spans go to `<it>/v1/traces`. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: url,
+  /** The full URL spans are sent to, when not `<OTEL_EXPORTER_OTLP_ENDPOINT>/v1/traces`. */
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: url,
+  /** Only OTLP over HTTP with JSON bodies, which a collector's OTLP/HTTP receiver (port 4318) takes. */
+  OTEL_EXPORTER_OTLP_PROTOCOL: z
+    .enum(['http/json'], {
+      message:
+        'replyflow sends OTLP over HTTP as JSON: set http/json (a collector takes it on its OTLP/HTTP port, 4318) or unset it',
+    })
+    .optional(),
+  /** Headers for the collector (`key=value,key2=value2`, values URL-encoded), e.g. its API key. Never logged. */
+  OTEL_EXPORTER_OTLP_HEADERS: z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      const headers: Record<string, string> = {};
+      for (const entry of (value ?? '').split(',')) {
+        if (entry.trim() === '') continue;
+        const at = entry.indexOf('=');
+        const key = entry.slice(0, at).trim();
+        const decoded = at < 1 || key === '' ? undefined : decodedOrUndefined(entry.slice(at + 1).trim());
+        if (decoded === undefined) {
+          // Never the value: it is often a credential.
+          ctx.addIssue({
+            code: 'custom',
+            message: 'expected key=value pairs separated by commas, values URL-encoded',
+          });
+          return z.NEVER;
+        }
+        headers[key] = decoded;
+      }
+      return headers;
+    }),
+  /** The `service.name` of every span. */
+  OTEL_SERVICE_NAME: z.string().default('replyflow'),
+  /** OpenTelemetry's switch for the whole SDK: `true` turns traces off whatever else is set. */
+  OTEL_SDK_DISABLED: z
+    .enum(['true', 'false'])
+    .default('false')
+    .transform((v) => v === 'true'),
 });
 
 /** Settings that are valid alone but not together: each problem with the field to change. */
@@ -453,6 +507,24 @@ function combinationProblems(config: Config): string[] {
       `${config.SLACK_CLIENT_ID ? 'SLACK_CLIENT_SECRET' : 'SLACK_CLIENT_ID'}: set both SLACK_CLIENT_ID and SLACK_CLIENT_SECRET (the app's Basic Information page) or neither`,
     );
   return problems;
+}
+
+/** Where spans go when traces are on (src/tracing.ts). */
+export type TracesExport =
+  | { exporter: 'console'; serviceName: string }
+  | { exporter: 'otlp'; serviceName: string; url: string; headers: Record<string, string> };
+
+/** Off (undefined) unless an OTEL_* variable turns traces on: no exporter, no spans, no interceptors. */
+export function tracesExport(config: Config): TracesExport | undefined {
+  const endpoint = config.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? config.OTEL_EXPORTER_OTLP_ENDPOINT;
+  const exporter = config.OTEL_TRACES_EXPORTER ?? (endpoint ? 'otlp' : 'none');
+  if (config.OTEL_SDK_DISABLED || exporter === 'none') return undefined;
+  const serviceName = config.OTEL_SERVICE_NAME;
+  if (exporter === 'console') return { exporter, serviceName };
+  const url =
+    config.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ??
+    `${(config.OTEL_EXPORTER_OTLP_ENDPOINT ?? 'http://localhost:4318').replace(/\/$/, '')}/v1/traces`;
+  return { exporter, serviceName, url, headers: config.OTEL_EXPORTER_OTLP_HEADERS };
 }
 
 /** What Slack's install flow and token refreshes need (src/tenants/slack-oauth.ts). */

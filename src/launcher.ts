@@ -4,7 +4,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { NativeConnection } from '@temporalio/worker';
-import type { Config } from './config';
+import { type Config, tracesExport } from './config';
 import { migrate } from './db/migrate';
 import { createOperatorStore } from './db/operators';
 import { createPool, type Pool } from './db/pool';
@@ -20,6 +20,7 @@ import { resolveSandbox } from './sandbox/settings';
 import { keyring, payloadCodec, resolveEncryptionKey } from './temporal/client';
 import { CODEC_PATH } from './temporal/codec-server';
 import { checkDevServerPorts, startDevServer } from './temporal/dev-server';
+import { startTracing } from './tracing';
 import { acksFirstGate, loadWorkerRoutes, startWorker } from './worker';
 
 export interface Running {
@@ -80,6 +81,9 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
   };
   try {
     mkdirSync(config.REPLYFLOW_DATA_DIR, { recursive: true });
+    // First in, so last out: the spans of the receiver's and the worker's last work are exported.
+    const tracing = startTracing(tracesExport(config));
+    if (tracing) stops.push({ name: 'traces', ms: STOP_MS, stop: () => tracing.shutdown() });
     // The sandbox is the local demo: on by default for `start` only, with secrets from the data dir.
     const sandbox = resolveSandbox(config, { local: role === 'all' });
     const encryptionKey = resolveEncryptionKey(config, { create: role === 'all' });
@@ -157,6 +161,7 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
         encryptionKey,
         logger: logger.child({ role: 'worker' }),
         acksFirst,
+        tracing,
       });
       stops.push({ name: 'worker', ms: config.SEND_TIMEOUT + STOP_MS, stop: () => worker.stop() });
       workerMetrics = worker.metricsUrl;
@@ -180,6 +185,7 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
         // One process: the receiver's starts hand each event's first workflow task to this worker.
         workerConnection,
         acksFirst,
+        tracing,
       });
       stops.push({ name: 'receiver', ms: STOP_MS, stop: () => receiver.stop() });
       receiverUrl = receiver.url;

@@ -1,6 +1,8 @@
 // One logger for every process. Bodies, tokens, secrets and message text are redacted by path, so a
-// careless `log.info({ req })` cannot leak them; callers log identifiers, not payloads.
+// careless `log.info({ req })` cannot leak them; callers log identifiers, not payloads. A line written
+// inside a span carries its trace_id and span_id (docs/runbook.md, "Traces").
 import pino from 'pino';
+import { traceFields } from './tracing';
 
 /** Request headers that carry credentials or signatures. */
 const SECRET_HEADERS = [
@@ -37,7 +39,10 @@ export function createLogger(
   name = 'replyflow',
   destination?: pino.DestinationStream,
 ): Logger {
-  return pino({ name, level, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } }, destination);
+  return pino(
+    { name, level, redact: { paths: REDACTED_PATHS, censor: '[redacted]' }, mixin: traceFields },
+    destination,
+  );
 }
 
 /** Causes followed into a stack: an SDK failure wraps ours, which may wrap a library's. */

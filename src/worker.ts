@@ -23,6 +23,7 @@ import { SearchAttributesMissingError, searchAttributeProblems } from './tempora
 import { workflowBundleFor } from './temporal/workflow-bundle';
 import { fileTenantDirectory, tenantDirectoryOf } from './tenants/directory';
 import { tenantsFileOf } from './tenants/tenants-file';
+import type { Tracing } from './tracing';
 import { createWorkerMetrics, gateMetrics, serveWorkerMetrics, type WorkerMetrics } from './worker-metrics';
 
 export const WORKFLOWS_PATH = path.resolve(__dirname, '..', 'workflows');
@@ -98,6 +99,18 @@ export interface WorkerSetup {
   workerOptions?: Partial<WorkerOptions>;
   /** Tests replace dependencies (targets pointing at fakes, a shorter policy). */
   deps?: Partial<ActivityDeps>;
+  /** This process's traces, when OTEL_* turn them on (src/tracing): runs started traced are traced here. */
+  tracing?: Tracing;
+}
+
+/**
+ * The interceptors and the span sink of a traced worker. Untraced, the sink is there too and drops
+ * what it is given: a run a traced receiver started still runs its workflow interceptors here
+ * (workflows/otel-interceptors.ts), and the SDK logs an error for every call to a missing sink.
+ */
+function tracingOptions(tracing: Tracing | undefined): Pick<WorkerOptions, 'interceptors' | 'sinks'> {
+  if (tracing) return tracing.workerOptions;
+  return { sinks: { exporter: { export: { fn: () => {} } } } };
 }
 
 /**
@@ -229,6 +242,7 @@ export async function createWorker(
       activities,
       // Workers refuse what is not encrypted by a known key (src/temporal/codec.ts).
       dataConverter: { payloadCodecs: [codec] },
+      ...tracingOptions(options.tracing),
       // On SIGTERM (a rolling deploy) a send in flight may finish: cancelling it would turn a reply that
       // probably went out into an unknown outcome for the next worker to look up or hold.
       shutdownGraceTime: config.SEND_TIMEOUT,

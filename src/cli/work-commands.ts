@@ -229,6 +229,7 @@ function printInspection(io: CliIo, { workflow, effects, audit }: Inspection): v
     ['pending resend', s.pendingResend && `asked by ${s.pendingResend.operator}: ${s.pendingResend.reason}`],
     ['started', `${workflow.startedAt} (${formatAge(Date.now() - Date.parse(workflow.startedAt))} ago)`],
     ['closed', workflow.closedAt],
+    ['trace id', workflow.traceId],
   ];
   printLine(
     out,

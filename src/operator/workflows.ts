@@ -161,6 +161,8 @@ export interface WorkflowStatus {
   taskQueue: string;
   startedAt: string;
   closedAt?: string;
+  /** The OpenTelemetry trace of the request that started the run, when traces were on (docs/runbook.md, "Traces"). */
+  traceId?: string;
   status: StatusView;
 }
 
@@ -198,6 +200,7 @@ export async function workflowStatus(
     taskQueue: description.taskQueue,
     startedAt: description.startTime.toISOString(),
     closedAt: description.closeTime?.toISOString(),
+    ...(typeof description.memo?.traceId === 'string' && { traceId: description.memo.traceId }),
     status,
   };
 }

@@ -1,6 +1,7 @@
 // The receiver: verify → validate → make durable → answer. It never calls a target, and it answers
 // 2xx only after Temporal accepted every event of the request.
 import { randomUUID } from 'node:crypto';
+import type { Tracer } from '@opentelemetry/api';
 import { isGrpcServiceError } from '@temporalio/client';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { debugStack, type Logger } from '../logger';
@@ -20,6 +21,7 @@ import {
   type WebhookProvider,
   WebhookVerificationError,
 } from '../providers/types';
+import { inServerSpan, setSpanAttributes } from '../tracing';
 import { TemporalDeadlineError } from './deadline-calls';
 import {
   type EventStarter,
@@ -41,6 +43,8 @@ export interface ReceiverDeps {
   readiness: () => Promise<Readiness>;
   metrics: ReceiverMetrics;
   logger: Logger;
+  /** With traces on: each webhook request is a server span, the root of its event's trace. */
+  tracer?: Tracer;
   bodyLimit: number;
   /** Extra routers mounted on the same app (the sandbox page and target). */
   extraRoutes?: express.Router[];
@@ -113,6 +117,14 @@ export function createReceiverApp(deps: ReceiverDeps): express.Express {
     res.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());
   });
 
+  /** `route` names the request's span; `answer` adds the provider, the outcome and the status. */
+  const traced =
+    (route: string, handler: (req: Request, res: Response) => Promise<void>) =>
+    (req: Request, res: Response) =>
+      inServerSpan(deps.tracer, `POST ${route}`, { 'http.request.method': 'POST', 'http.route': route }, () =>
+        handler(req, res),
+      );
+
   const handle = (providerName: (req: Request) => string) => async (req: Request, res: Response) => {
     const started = process.hrtime.bigint();
     const provider = providers.get(providerName(req));
@@ -126,6 +138,12 @@ export function createReceiverApp(deps: ReceiverDeps): express.Express {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       deps.metrics.requests.inc({ provider: label, outcome });
       deps.metrics.ackSeconds.observe({ provider: label, outcome }, seconds);
+      setSpanAttributes({
+        'http.response.status_code': status,
+        'replyflow.provider': label,
+        'replyflow.outcome': outcome,
+        ...('workflowId' in detail && { 'replyflow.workflow_id': String(detail.workflowId) }),
+      });
       log[LOG_LEVELS[outcome]](
         { status, outcome, ms: Math.round(seconds * 1000), ...detail },
         outcome === 'rejected_signature' || outcome === 'invalid' ? 'webhook refused' : 'webhook answered',
@@ -261,11 +279,17 @@ export function createReceiverApp(deps: ReceiverDeps): express.Express {
 
   app.post(
     '/webhooks/std/:source',
-    handle(() => 'std'),
+    traced(
+      '/webhooks/std/:source',
+      handle(() => 'std'),
+    ),
   );
   app.post(
     '/webhooks/:provider',
-    handle((req) => String(req.params.provider)),
+    traced(
+      '/webhooks/:provider',
+      handle((req) => String(req.params.provider)),
+    ),
   );
   for (const router of deps.extraRoutes ?? []) app.use(router);
 

@@ -27,6 +27,7 @@ import { codecRouter, codecServerOptions } from '../temporal/codec-server';
 import { searchAttributeAdvice, searchAttributeProblems } from '../temporal/search-attributes';
 import { tenantDirectoryOf } from '../tenants/directory';
 import { tenantsFileOf } from '../tenants/tenants-file';
+import type { Tracing } from '../tracing';
 import { createReceiverApp } from './app';
 import { DeadlineCalls } from './deadline-calls';
 import { SLACK_EVENTS_ACTOR, slackInstallRouter } from './slack-install';
@@ -60,6 +61,8 @@ export async function startReceiver(options: {
   workerConnection?: NativeConnection;
   /** That worker's gate: told how long each start takes, so that the worker yields while they are slow. */
   acksFirst?: Pick<AcksFirst, 'startBegan' | 'eagerFor'>;
+  /** This process's traces, when OTEL_* turn them on (src/tracing): each webhook request is a trace's root. */
+  tracing?: Tracing;
 }): Promise<ReceiverHandle> {
   const { config, pool, logger, workerConnection } = options;
   // A TENANTS_FILE with problems (or naming a variable that is not set) stops the start before anything connects.
@@ -76,6 +79,7 @@ export async function startReceiver(options: {
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
     dataConverter: dataConverter(options.encryptionKey, keyring(config)),
+    ...(options.tracing && { interceptors: { workflow: options.tracing.clientInterceptors } }),
   });
   const calls = new DeadlineCalls(connection, !workerConnection);
   const port = options.port ?? config.PORT;
@@ -193,6 +197,7 @@ export async function startReceiver(options: {
     },
     metrics,
     logger,
+    tracer: options.tracing?.tracer,
     bodyLimit: config.WEBHOOK_BODY_LIMIT,
     extraRoutes: [...sandboxRoutes, ...slackInstallRoutes, codecServer, operators.router],
   });

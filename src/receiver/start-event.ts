@@ -21,6 +21,7 @@ import { errorMessage } from '../failures';
 import type { StartDispatch } from '../metrics';
 import type { InboundEvent } from '../providers/types';
 import { parseTenant } from '../tenants/tenant-id';
+import { activeTraceId } from '../tracing';
 import type { DeadlineCalls } from './deadline-calls';
 import { existingRun } from './existing-run';
 
@@ -73,10 +74,16 @@ export function eventStartOptions(
   {
     eager = false,
     reuse = WorkflowIdReusePolicy.REJECT_DUPLICATE,
+    traceId,
   }: {
     eager?: boolean;
     /** Only to replace a run that is not the event's (src/receiver/existing-run.ts). */
     reuse?: WorkflowIdReusePolicy;
+    /**
+     * The trace of the request that starts the run, with traces on: kept in the memo (encrypted like
+     * every payload, and no message text), where `replyflow show` finds it without the history.
+     */
+    traceId?: string;
   } = {},
 ): WorkflowStartOptions<typeof handleEvent> {
   return {
@@ -87,7 +94,7 @@ export function eventStartOptions(
     // A closed run with this id means the event was handled: a redelivery is a duplicate.
     workflowIdReusePolicy: reuse,
     workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
-    memo: { correlationId: event.correlationId },
+    memo: { correlationId: event.correlationId, ...(traceId && { traceId }) },
     // What the Web UI shows above the workflow (decoded through the codec login, like the input).
     staticSummary: eventSummary(event),
     // Its tasks, and its activities' (they inherit it), take turns with other conversations' in
@@ -187,7 +194,7 @@ export function temporalEventStarter(options: {
           const handle = await inTime(() =>
             client.workflow.start<typeof handleEvent>(
               'handleEvent',
-              eventStartOptions(event, taskQueue, { eager: eagerNow, reuse }),
+              eventStartOptions(event, taskQueue, { eager: eagerNow, reuse, traceId: activeTraceId() }),
             ),
           );
           onStarted?.(handle.eagerlyStarted ? 'eager' : 'queue');

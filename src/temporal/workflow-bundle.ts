@@ -30,6 +30,12 @@ const CHILD_FLAG = '--replyflow-bundle-child';
 /** Webpack's output for our workflows is ~2 MiB. */
 const MAX_BUNDLE_BYTES = 64 * 2 ** 20;
 
+/**
+ * The workflow interceptors bundled with the workflows, when `workflowsPath` has them: the trace
+ * propagation of workflows/otel-interceptors.ts, which does nothing for a run started untraced.
+ */
+const INTERCEPTOR_MODULES = ['otel-interceptors.ts'];
+
 const BUNDLE_CACHE_DIR = path.join(PROJECT_ROOT, 'node_modules', '.cache', 'replyflow');
 const PREFIX = 'workflow-bundle-';
 
@@ -120,8 +126,12 @@ async function child(workflowsPath: string): Promise<void> {
   // Webpack's errors (a module not found, a syntax error) go to stderr: the parent's message quotes them.
   const toStderr = (message: string, meta?: unknown) =>
     console.error(meta === undefined ? message : `${message} ${JSON.stringify(meta)}`);
+  const workflowInterceptorModules = INTERCEPTOR_MODULES.map((name) =>
+    path.resolve(workflowsPath, name),
+  ).filter((file) => existsSync(file));
   const { code } = await bundleWorkflowCode({
     workflowsPath: path.resolve(workflowsPath),
+    workflowInterceptorModules,
     logger: { log: quiet, trace: quiet, debug: quiet, info: quiet, warn: toStderr, error: toStderr },
   });
   process.stdout.write(code);

@@ -10,6 +10,7 @@ import { createLogger, type Logger } from '../../src/logger';
 import { signStandardWebhook } from '../../src/providers/standard-webhooks';
 import { type ReceiverHandle, startReceiver } from '../../src/receiver';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
+import type { Tracing } from '../../src/tracing';
 import { database, devServer, TEST_ENCRYPTION_KEY } from './servers';
 import { silentLogger, startTestWorker, uniqueId } from './system';
 
@@ -22,8 +23,10 @@ export async function startTestReceiver(options: {
   temporalAddress: string;
   logger?: Logger;
   pool?: Pool;
+  tracing?: Tracing;
 }): Promise<ReceiverHandle> {
   return startReceiver({
+    tracing: options.tracing,
     config: options.config,
     pool: options.pool ?? (await database()).pool,
     temporalAddress: options.temporalAddress,

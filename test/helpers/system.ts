@@ -4,10 +4,11 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { Worker } from '@temporalio/worker';
 import type { ActivityDeps } from '../../activities';
 import { type Config, loadConfig } from '../../src/config';
-import { createLogger } from '../../src/logger';
+import { createLogger, type Logger } from '../../src/logger';
 import type { DeliveryPolicy } from '../../src/model';
 import type { InboundEvent } from '../../src/providers/types';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
+import type { Tracing } from '../../src/tracing';
 import { createWorker } from '../../src/worker';
 import { FakeTarget } from './fake-target';
 import { database, devServer, TEST_ENCRYPTION_KEY, workflowBundle } from './servers';
@@ -46,7 +47,14 @@ export const FAST_POLICY: DeliveryPolicy = {
   turnGatherMs: 500,
 };
 
-type WorkerSpec = { address: string; config: Config; deps?: Partial<ActivityDeps> };
+type WorkerSpec = {
+  address: string;
+  config: Config;
+  deps?: Partial<ActivityDeps>;
+  /** Where the worker logs; silent unless a test reads it. */
+  logger?: Logger;
+  tracing?: Tracing;
+};
 
 async function buildWorker(options: WorkerSpec) {
   const { pool } = await database();
@@ -55,9 +63,10 @@ async function buildWorker(options: WorkerSpec) {
     pool,
     temporalAddress: options.address,
     encryptionKey: TEST_ENCRYPTION_KEY,
-    logger: silentLogger,
+    logger: options.logger ?? silentLogger,
     workerOptions: { workflowBundle: await workflowBundle() },
     deps: { policy: FAST_POLICY, ...options.deps },
+    tracing: options.tracing,
   });
 }
 

@@ -9,6 +9,7 @@ import {
   parseDuration,
   SLACK_MANIFEST_SCOPES,
   slackOAuthSettings,
+  tracesExport,
 } from '../../src/config';
 
 describe('configuration read once at start (src/config.ts)', () => {
@@ -290,5 +291,48 @@ describe('configuration read once at start (src/config.ts)', () => {
         ['GITHUB_APP_PRIVATE_KEY_FILE: set the key or the file that holds it, not both'],
       );
     });
+  });
+
+  it('keeps traces off unless an OTEL_* variable turns them on, and then exports where they say', () => {
+    assert.equal(tracesExport(loadConfig({})), undefined);
+    assert.equal(tracesExport(loadConfig({ OTEL_SERVICE_NAME: 'x' })), undefined);
+    assert.equal(
+      tracesExport(
+        loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'true' }),
+      ),
+      undefined,
+    );
+    assert.equal(
+      tracesExport(
+        loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_TRACES_EXPORTER: 'none' }),
+      ),
+      undefined,
+    );
+    assert.deepEqual(
+      tracesExport(
+        loadConfig({
+          OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/',
+          OTEL_EXPORTER_OTLP_HEADERS: 'api-key=a%3Db',
+        }),
+      ),
+      {
+        exporter: 'otlp',
+        serviceName: 'replyflow',
+        url: 'http://collector:4318/v1/traces',
+        headers: { 'api-key': 'a=b' },
+      },
+    );
+    assert.deepEqual(tracesExport(loadConfig({ OTEL_TRACES_EXPORTER: 'console', OTEL_SERVICE_NAME: 'rf' })), {
+      exporter: 'console',
+      serviceName: 'rf',
+    });
+    assert.throws(
+      () => loadConfig({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', OTEL_EXPORTER_OTLP_HEADERS: 'secret-value' }),
+      (err: unknown) =>
+        err instanceof ConfigError &&
+        /OTEL_EXPORTER_OTLP_PROTOCOL: .*http\/json/.test((err as Error).message) &&
+        /OTEL_EXPORTER_OTLP_HEADERS: expected key=value/.test((err as Error).message) &&
+        !(err as Error).message.includes('secret-value'),
+    );
   });
 });
