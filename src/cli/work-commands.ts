@@ -414,7 +414,8 @@ function thenLine(then: SendFollowed, workflowId: string): string {
   if (!then.settled)
     return `Then: still ${then.state} at the end of --wait; check \`replyflow show ${workflowId}\`.`;
   if (then.state === 'succeeded') return `Then: sent${then.externalId ? ` (${then.externalId})` : ''}.`;
-  return `Then: ${then.state} again${then.lastErrorClass ? ` (${then.lastErrorClass})` : ''}; see \`replyflow show ${workflowId}\`.`;
+  const again = then.state === 'held' || then.state === 'failed' ? ' again' : '';
+  return `Then: ${then.state}${again}${then.lastErrorClass ? ` (${then.lastErrorClass})` : ''}; see \`replyflow show ${workflowId}\`.`;
 }
 
 function selects(opts: ReprocessOptions): boolean {
