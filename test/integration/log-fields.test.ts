@@ -101,6 +101,13 @@ describe('log lines of replyflow start (dev server, PostgreSQL, HTTP)', function
         ).rowCount,
       { until: (n) => n === 1 },
     );
+    // The worker writes its line about the send after the reply's row: wait for it too.
+    await eventually('the worker logged', async () =>
+      log
+        .raw()
+        .split('\n')
+        .some((l) => l.includes('"role":"worker"')),
+    );
 
     const lines = log
       .raw()
@@ -120,8 +127,8 @@ describe('log lines of replyflow start (dev server, PostgreSQL, HTTP)', function
     assert.deepEqual(roleOf('codec login refused'), ['receiver', 'codec']);
     assert.deepEqual(roleOf('operator API: not permitted'), ['receiver', 'operator-api']);
     assert.ok(
-      parsed.some((p) => p.role === 'worker'),
-      'the worker logged too',
+      parsed.some((p) => p.role === 'worker' && p.component === undefined),
+      'the worker logged too, with one role',
     );
   });
 });
