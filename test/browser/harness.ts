@@ -192,19 +192,25 @@ export const webUi = {
     await dialog.waitFor({ state: 'hidden' });
   },
 
-  /**
-   * Workflow page → More Actions → Send an Update, the update picked from the workflow's own list
-   * (which the UI can read only through the codec login) and one decision naming the workflow. The
-   * form closes once the workflow has answered, saying "Update successful" whatever the answer was:
-   * the verdict itself is in the history (`showVerdict`).
-   */
-  async sendUpdate(page: Page, name: string, payload: object, beforeSubmit?: () => Promise<void>) {
+  /** Workflow page → More Actions → Send an Update, `name` picked and `payload` typed in. @returns the form. */
+  async fillUpdate(page: Page, name: string, payload: object): Promise<Locator> {
     await page.getByRole('button', { name: 'More Actions' }).click();
     await page.getByRole('menuitem', { name: 'Send an Update' }).click();
     const dialog = page.getByRole('dialog', { name: 'Send an Update' });
     await dialog.getByRole('button', { name: /Select an Update/ }).click();
     await page.getByRole('option', { name: new RegExp(`^${name}\\b`) }).click();
     await webUi.replaceData(page, dialog, payload);
+    return dialog;
+  },
+
+  /**
+   * Workflow page → More Actions → Send an Update, the update picked from the workflow's own list
+   * (which the UI can read only through the codec login) and one decision naming the workflow. The
+   * form closes once the workflow has accepted it, saying "Update successful": the verdict itself is
+   * in the history (`showVerdict`). A refusal keeps the form open (`sendRefusedUpdate`).
+   */
+  async sendUpdate(page: Page, name: string, payload: object, beforeSubmit?: () => Promise<void>) {
+    const dialog = await webUi.fillUpdate(page, name, payload);
     await beforeSubmit?.();
     await dialog.getByRole('button', { name: 'Submit' }).click();
     await dialog.waitFor({ state: 'hidden' });
@@ -221,12 +227,7 @@ export const webUi = {
     reason: string,
     beforeClose?: () => Promise<void>,
   ) {
-    await page.getByRole('button', { name: 'More Actions' }).click();
-    await page.getByRole('menuitem', { name: 'Send an Update' }).click();
-    const dialog = page.getByRole('dialog', { name: 'Send an Update' });
-    await dialog.getByRole('button', { name: /Select an Update/ }).click();
-    await page.getByRole('option', { name: new RegExp(`^${name}\\b`) }).click();
-    await webUi.replaceData(page, dialog, payload);
+    const dialog = await webUi.fillUpdate(page, name, payload);
     await dialog.getByRole('button', { name: 'Submit' }).click();
     await dialog.getByText(reason, { exact: true }).waitFor();
     await beforeClose?.();

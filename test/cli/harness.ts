@@ -100,8 +100,9 @@ export async function cli(argv: string[], options: InProcessOptions = {}): Promi
 }
 
 /**
- * `replyflow <argv>` in this process with `env` as its whole environment: for the commands that reach
- * no server (`routes check`, `routes try`), so no receiver is started for them.
+ * `replyflow <argv>` in this process with `env` as its whole environment (the test's files aside):
+ * for commands that reach no server of this suite's (`routes check`, `routes try`), or a system the
+ * test started itself.
  */
 export async function cliOffline(argv: string[], env: Record<string, string> = {}): Promise<CliResult> {
   let stdout = '';

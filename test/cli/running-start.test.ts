@@ -7,27 +7,12 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { run } from '../../src/cli/main';
 import { cliEnvironment } from '../../src/config';
 import { freePort } from '../../src/ports';
 import { claimRuntimeFile, findRunningStart, releaseRuntimeFile } from '../../src/running-start';
 import { PROJECT_ROOT } from '../../src/temporal/binaries';
 import { eventually } from '../helpers/eventually';
-import type { CliResult } from './harness';
-
-/** `replyflow <argv>` in this process with `env` as its whole environment (the test's files aside). */
-async function replyflow(argv: string[], env: Record<string, string>): Promise<CliResult> {
-  let stdout = '';
-  let stderr = '';
-  const code = await run(argv, {
-    env: { LOG_LEVEL: 'silent', ...env },
-    stdout: { write: (text: string) => (stdout += text) },
-    stderr: { write: (text: string) => (stderr += text) },
-    confirm: async () => false,
-    readSecret: async () => '',
-  });
-  return { code, stdout, stderr };
-}
+import { cliOffline as replyflow } from './harness';
 
 /** A pid no process has any more: a child that ran and exited. */
 async function deadPid(): Promise<number> {
