@@ -102,7 +102,9 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
       pool = createPool(databaseUrl, config.DATABASE_POOL_SIZE);
       stops.push({ name: 'database pool', ms: STOP_MS, stop: () => pool.end() });
       // As the application role this only finds nothing pending: the admin migrates (`replyflow setup`).
-      await migrate(pool);
+      await reaching({ what: 'PostgreSQL', at: hostOf(databaseUrl), setting: 'DATABASE_URL' }, () =>
+        migrate(pool),
+      );
       if (role !== 'receiver') await warnUnlessSealsVerify(pool, config, logger);
     } else {
       if (role !== 'all')
@@ -148,21 +150,28 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
         config.SANDBOX_API_URL ?? (role === 'all' ? `${localReceiverUrl(config)}/sandbox/api` : undefined),
     };
 
+    const temporalAt = {
+      what: 'Temporal',
+      at: temporalAddress,
+      setting: config.TEMPORAL_ADDRESS ? 'TEMPORAL_ADDRESS' : 'the embedded dev server, TEMPORAL_DEV_PORT',
+    };
     let workerMetrics: string | undefined;
     let workerMetricsListening: string | undefined;
     let workerConnection: NativeConnection | undefined;
     // One process: the receiver's starts hand each event's first task to this worker, which yields to them.
     const acksFirst = role === 'all' ? acksFirstGate(effective) : undefined;
     if (role !== 'receiver') {
-      const worker = await startWorker({
-        config: effective,
-        pool,
-        temporalAddress,
-        encryptionKey,
-        logger: logger.child({ role: 'worker' }),
-        acksFirst,
-        tracing,
-      });
+      const worker = await reaching(temporalAt, () =>
+        startWorker({
+          config: effective,
+          pool,
+          temporalAddress,
+          encryptionKey,
+          logger: logger.child({ role: 'worker' }),
+          acksFirst,
+          tracing,
+        }),
+      );
       stops.push({ name: 'worker', ms: config.SEND_TIMEOUT + STOP_MS, stop: () => worker.stop() });
       workerMetrics = worker.metricsUrl;
       workerMetricsListening = worker.metricsListening;
@@ -176,17 +185,19 @@ export async function launch(config: Config, logger: Logger, role: Role = 'all')
     let receiverUrl = '';
     let receiverListening: string | undefined;
     if (role !== 'worker') {
-      const receiver = await startReceiver({
-        config: effective,
-        pool,
-        temporalAddress,
-        encryptionKey,
-        logger: logger.child({ role: 'receiver' }),
-        // One process: the receiver's starts hand each event's first workflow task to this worker.
-        workerConnection,
-        acksFirst,
-        tracing,
-      });
+      const receiver = await reaching(temporalAt, () =>
+        startReceiver({
+          config: effective,
+          pool,
+          temporalAddress,
+          encryptionKey,
+          logger: logger.child({ role: 'receiver' }),
+          // One process: the receiver's starts hand each event's first workflow task to this worker.
+          workerConnection,
+          acksFirst,
+          tracing,
+        }),
+      );
       stops.push({ name: 'receiver', ms: STOP_MS, stop: () => receiver.stop() });
       receiverUrl = receiver.url;
       receiverListening = receiver.listening;
@@ -237,4 +248,35 @@ async function warnUnlessSealsVerify(pool: Pool, config: Config, logger: Logger)
 /** The receiver's URL from this machine, known before it listens (HOST=0.0.0.0 is reached on loopback). */
 function localReceiverUrl(config: Config): string {
   return `http://${reachableHostOf(config.HOST)}:${config.PORT}`;
+}
+
+/** How a failed connection reads, from Node (pg) and from the SDK's Rust core (tonic). */
+const UNREACHABLE =
+  /ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|EAI_AGAIN|Connection refused|tcp connect error|dns error|Failed to connect before the deadline/i;
+
+/**
+ * Runs `attempt`; a failure to connect is told as which server, where, and the setting that points
+ * there (the other errors pass as they are). @throws the error, named so.
+ */
+async function reaching<T>(
+  server: { what: string; at: string; setting: string },
+  attempt: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await attempt();
+  } catch (err) {
+    if (!UNREACHABLE.test(errorMessage(err))) throw err;
+    // The cause's message follows wherever the error is told (errorMessage).
+    throw new Error(`cannot reach ${server.what} at ${server.at} (${server.setting})`, { cause: err });
+  }
+}
+
+/** host:port of a database URL, never its credentials. */
+function hostOf(databaseUrl: string): string {
+  try {
+    const url = new URL(databaseUrl);
+    return url.port ? `${url.hostname}:${url.port}` : url.hostname;
+  } catch {
+    return 'the configured host';
+  }
 }

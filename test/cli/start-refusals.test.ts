@@ -58,6 +58,27 @@ async function splitRoleEnv(): Promise<Record<string, string>> {
 describe('start refusals (real executable)', function () {
   this.timeout(60_000);
 
+  it('names DATABASE_URL when PostgreSQL cannot be reached, never its password, and exits 1', async () => {
+    const exit = await replyflow('worker', {
+      ...(await splitRoleEnv()),
+      DATABASE_URL: 'postgres://replyflow:not-to-be-printed@127.0.0.1:1/replyflow',
+    });
+    assert.equal(exit.code, 1);
+    const line = oneLine(exit);
+    assert.match(
+      line,
+      /^replyflow: cannot reach PostgreSQL at 127\.0\.0\.1:1 \(DATABASE_URL\): .*ECONNREFUSED/,
+    );
+    assert.doesNotMatch(line, /not-to-be-printed/);
+  });
+
+  // (A receiver does not stop for it: it answers 503 until Temporal can take events.)
+  it('names TEMPORAL_ADDRESS when the worker cannot reach Temporal, and exits 1', async () => {
+    const exit = await replyflow('worker', await splitRoleEnv());
+    assert.equal(exit.code, 1);
+    assert.match(oneLine(exit), /^replyflow: cannot reach Temporal at 127\.0\.0\.1:1 \(TEMPORAL_ADDRESS\): /);
+  });
+
   it('refuses an invalid setting in one line naming it, and exits 2', async () => {
     const exit = await replyflow('start', { SEND_TIMEOUT: 'abc' });
     assert.equal(exit.code, 2);
