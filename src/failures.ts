@@ -55,3 +55,27 @@ export function errorMessage(err: unknown): string {
   }
   return messages.join(': ') || String(err);
 }
+
+/** Error codes of a connection that failed (Node's net and dns, which pg uses). */
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ETIMEDOUT',
+]);
+/** The same in words: Node's messages, pg's own timeout, and the SDK's Rust core (tonic). */
+const UNREACHABLE_TEXT =
+  /ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|EAI_AGAIN|connection timeout|Connection refused|tcp connect error|dns error|Failed to connect before the deadline/i;
+
+/**
+ * Whether `err` (or a cause of it) says a server could not be reached, so that the caller can name
+ * the setting that pointed there.
+ */
+export function isUnreachable(err: unknown): boolean {
+  const { code } = (err ?? {}) as { code?: unknown };
+  return (
+    (typeof code === 'string' && UNREACHABLE_CODES.has(code)) || UNREACHABLE_TEXT.test(errorMessage(err))
+  );
+}

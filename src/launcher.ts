@@ -11,7 +11,7 @@ import { createPool, type Pool } from './db/pool';
 import { sealKeyRegistered } from './db/seal-keys';
 import { setUpDatabase } from './db/setup';
 import { APPLICATION_ROLE, startEmbeddedPostgres } from './embedded/postgres';
-import { errorMessage } from './failures';
+import { errorMessage, isUnreachable } from './failures';
 import type { Logger } from './logger';
 import { reachableHostOf } from './ports';
 import { startReceiver } from './receiver';
@@ -250,10 +250,6 @@ function localReceiverUrl(config: Config): string {
   return `http://${reachableHostOf(config.HOST)}:${config.PORT}`;
 }
 
-/** How a failed connection reads, from Node (pg) and from the SDK's Rust core (tonic). */
-const UNREACHABLE =
-  /ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|EAI_AGAIN|Connection refused|tcp connect error|dns error|Failed to connect before the deadline/i;
-
 /**
  * Runs `attempt`; a failure to connect is told as which server, where, and the setting that points
  * there (the other errors pass as they are). @throws the error, named so.
@@ -265,7 +261,7 @@ async function reaching<T>(
   try {
     return await attempt();
   } catch (err) {
-    if (!UNREACHABLE.test(errorMessage(err))) throw err;
+    if (!isUnreachable(err)) throw err;
     // The cause's message follows wherever the error is told (errorMessage).
     throw new Error(`cannot reach ${server.what} at ${server.at} (${server.setting})`, { cause: err });
   }

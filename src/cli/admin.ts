@@ -8,7 +8,7 @@ import path from 'node:path';
 import { type AdminConfig, cliEnvironment, loadAdminConfig } from '../config';
 import { createPool, type Pool } from '../db/pool';
 import { runningClusterAdminUrl } from '../embedded/postgres';
-import { errorMessage } from '../failures';
+import { errorMessage, isUnreachable } from '../failures';
 import { OperatorInputError } from '../operator/errors';
 import type { FoundStart } from '../running-start';
 import { type CliContext, report } from './command';
@@ -104,13 +104,11 @@ export class AdminDatabaseUnreachableError extends Error {
   override name = 'AdminDatabaseUnreachableError';
 }
 
-const OUT_OF_REACH = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ETIMEDOUT']);
-
 /** A connection that failed (pg's own timeout has no code) becomes one line naming where it went. */
 function unreachable(err: unknown, session?: AdminSession): AdminDatabaseUnreachableError | undefined {
   if (!session || !(err instanceof Error)) return undefined;
   const { code, address, port } = err as NodeJS.ErrnoException & { address?: string; port?: number };
-  if (!(code && OUT_OF_REACH.has(code)) && !/connection timeout/i.test(err.message)) return undefined;
+  if (!isUnreachable(err)) return undefined;
   const { config, runningStart } = session;
   const where = address ? ` at ${address}${port ? `:${port}` : ''}` : '';
   const origin = config.REPLYFLOW_ADMIN_DATABASE_URL
