@@ -161,7 +161,7 @@ export class EffectAttempt {
     ctx.answer = prepared.answer;
     let gatherUntil = this.gatherUntil(policy);
     const local = this.path === 'local';
-    const send = sender(
+    let send = sender(
       policy,
       gatherUntil ? policy.turnGatherMs : 0,
       this.oneTaskSends ? TURN_WAIT_MS : 0,
@@ -198,6 +198,7 @@ export class EffectAttempt {
         return step.content.kind === 'reply' && ctx.answer ? this.sendLater(ctx.answer, policy) : 'succeeded';
       }
       // An approved resend or a reprocess: the row is back in retry_wait; the same protocol runs.
+      if (decision.asTask) send = sender(policy, 0, this.oneTaskSends ? TURN_WAIT_MS : 0);
     }
   }
 
@@ -244,7 +245,7 @@ export class EffectAttempt {
     if (step.content.kind === 'message') return { body: step.content.body, answer: this.sending };
     const resumed = this.desk.resumedBody(ctx.effectId);
     if (resumed) return { body: resumed, answer: this.desk.resumedAnswer(ctx.businessKey) };
-    const answering = this.oneTaskSends && this.plan.responderIsLocal ? localResponder : responder;
+    let answering = this.oneTaskSends && this.plan.responderIsLocal ? localResponder : responder;
     for (;;) {
       try {
         const reply = await answering.prepareReply({ event: this.event, step });
@@ -268,6 +269,7 @@ export class EffectAttempt {
         });
         const decision = await this.desk.awaitDecision('failed', ctx);
         if (decision.kind === 'done') return { done: decision.state };
+        if (decision.asTask) answering = responder;
       }
     }
   }

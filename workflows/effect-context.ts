@@ -43,4 +43,9 @@ export type DeskSubject = EffectContext | PlanContext;
 
 /** How a held or failed item ended, or that an operator sent it on its way again. */
 export type Settled = { kind: 'done'; state: 'succeeded' | 'discarded'; externalId?: string };
-export type Decision = Settled | { kind: 'send-again' };
+/**
+ * `asTask`: the next send (or responder, or plan) runs as a regular activity task, not a local
+ * activity, so the workflow task that accepted the decision ends at once and its verdict leaves
+ * (workflows/operator-desk.ts, RESEND_AS_TASK_PATCH).
+ */
+export type Decision = Settled | { kind: 'send-again'; asTask?: true };

@@ -20,7 +20,7 @@ import type { Admission, FirstStep } from '../activities/admit';
 import { Failure } from '../src/failures';
 import { isRefusedPayload, PLAN_STEP, type Plan, type PlanFailureDetails } from '../src/model';
 import type { InboundEvent } from '../src/providers/types';
-import { mainPathRecords } from './activity-stubs';
+import { mainPathRecords, records } from './activity-stubs';
 import { ConversationLine } from './conversation-line';
 import { EffectAttempt } from './effect-attempt';
 import {
@@ -224,9 +224,11 @@ export async function handleEvent(event: InboundEvent, resumed?: Resumed): Promi
   };
   /** The admission, planned again on each reprocess of a failed plan; undefined: it was discarded. */
   const admit = async (): Promise<Admission | undefined> => {
+    // A reprocess admits again as a regular activity task (RESEND_AS_TASK_PATCH in the desk).
+    let admitting = bookkeeping;
     for (let planning = planningAttemptOf(resumed); ; planning += 1) {
       try {
-        const admission = await bookkeeping.admitEvent({
+        const admission = await admitting.admitEvent({
           event,
           workflowId,
           firstEffectId: uuid4(),
@@ -240,6 +242,7 @@ export async function handleEvent(event: InboundEvent, resumed?: Resumed): Promi
         if (!failure || !(plannedAtStart || patched(PLAN_FAILED_PATCH))) throw err;
         const decision = await parkFailedPlan(failure, planning);
         if (decision.kind === 'done') return undefined;
+        if (decision.asTask) admitting = records;
       }
     }
   };

@@ -41,6 +41,13 @@ const REVOKED_ENDS_HELD_PATCH = 'revoked-tenant-ends-held';
  */
 const VERDICT_FIRST_PATCH = 'verdict-before-send';
 /**
+ * Runs started since: the same, without the timer, which the server fires a second or so late (the
+ * resend started about 1 s after its verdict). The send a decision starts runs as a regular activity
+ * task instead (`asTask`), whose scheduling ends the workflow task, verdict and all. Asked where
+ * VERDICT_FIRST_PATCH was, so runs that recorded that one keep their timer.
+ */
+const RESEND_AS_TASK_PATCH = 'resend-as-task';
+/**
  * Who ends held work of a revoked tenant, and what it is called, in the status history and the audit
  * log: not an operator's `discard`, which the audit log accepts only with its sealed decision.
  */
@@ -277,7 +284,10 @@ export class OperatorDesk {
         continue;
       }
       const decision = await this.judgeNext(ctx);
-      if (decision?.kind === 'send-again' && patched(VERDICT_FIRST_PATCH)) await sleep(1);
+      if (decision?.kind === 'send-again') {
+        if (patched(RESEND_AS_TASK_PATCH)) return { kind: 'send-again', asTask: true };
+        if (patched(VERDICT_FIRST_PATCH)) await sleep(1);
+      }
       if (decision) return decision;
     }
   }
