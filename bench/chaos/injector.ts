@@ -126,8 +126,10 @@ export class Injector {
     return Date.now() - this.startAt;
   }
 
-  private async atTime(atMs: number): Promise<boolean> {
-    while (Date.now() < this.deadline && this.now() < atMs) await sleep(Math.min(200, atMs - this.now()));
+  /** Waits until `atMs` (or until `unless` holds); false once the deadline has passed. */
+  private async atTime(atMs: number, unless = () => false): Promise<boolean> {
+    while (Date.now() < this.deadline && this.now() < atMs && !unless())
+      await sleep(Math.min(200, atMs - this.now()));
     return Date.now() < this.deadline;
   }
 
@@ -272,8 +274,12 @@ export class Injector {
   private async randomKills(): Promise<void> {
     for (;;) {
       const gap = this.options.killEveryMs * (0.5 + this.random());
-      if (!(await this.atTime(this.now() + gap)) || this.settled >= KILLS_END_AT) return;
+      // The wait ends early once the kills should end, so a settled run does not wait out a gap.
+      if (!(await this.atTime(this.now() + gap, () => this.settled >= KILLS_END_AT))) return;
+      if (this.settled >= KILLS_END_AT) return;
       await this.withWorkers(async () => {
+        // Settled while this kill waited for its turn: no more random kills.
+        if (this.settled >= KILLS_END_AT) return;
         // Every process that runs workflows is a target: the workers and each `replyflow start`.
         const runners = [...this.system.workers, ...this.system.combined];
         await this.killAndRestart(runners[Math.floor(this.random() * runners.length)]!);

@@ -294,9 +294,14 @@ export class System {
     );
   }
 
-  /** A worker is ready once Temporal lists it (by pid) as a poller of both the workflow and activity queues. */
+  /**
+   * A worker is ready once Temporal lists it (by pid) as a poller of both the workflow and activity
+   * queues, or once it printed its banner, which it does after its worker began to poll: the poller
+   * list, read from one partition of the task queue, missed a restarted worker for up to a minute.
+   */
   async waitForWorker(proc: RoleProcess, timeoutMs = 180_000): Promise<void> {
     const identity = `${proc.pid}@`;
+    const saysRunning = () => readFileSync(proc.logFile, 'utf8').includes('replyflow is running');
     for (const taskQueueType of [
       TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
       TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
@@ -309,7 +314,7 @@ export class System {
             taskQueue: { name: SYSTEM_TASK_QUEUE, kind: TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
             taskQueueType,
           });
-          return pollers.some((p) => p.identity?.startsWith(identity));
+          return pollers.some((p) => p.identity?.startsWith(identity)) || saysRunning();
         },
         timeoutMs,
         this.guard(proc),
