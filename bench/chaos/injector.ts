@@ -272,14 +272,14 @@ export class Injector {
   }
 
   private async randomKills(): Promise<void> {
+    // Checked during the wait and again in the kill's turn, so a settled run neither waits out a gap
+    // nor kills once more.
+    const ended = () => this.settled >= KILLS_END_AT;
     for (;;) {
       const gap = this.options.killEveryMs * (0.5 + this.random());
-      // The wait ends early once the kills should end, so a settled run does not wait out a gap.
-      if (!(await this.atTime(this.now() + gap, () => this.settled >= KILLS_END_AT))) return;
-      if (this.settled >= KILLS_END_AT) return;
+      if (!(await this.atTime(this.now() + gap, ended)) || ended()) return;
       await this.withWorkers(async () => {
-        // Settled while this kill waited for its turn: no more random kills.
-        if (this.settled >= KILLS_END_AT) return;
+        if (ended()) return;
         // Every process that runs workflows is a target: the workers and each `replyflow start`.
         const runners = [...this.system.workers, ...this.system.combined];
         await this.killAndRestart(runners[Math.floor(this.random() * runners.length)]!);
