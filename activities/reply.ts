@@ -2,38 +2,15 @@
 // (encrypted in history), so retries and approved resends send exactly the same messages.
 import { ApplicationFailure } from '@temporalio/activity';
 import { chatTransition } from '../src/conversations';
+import { RouteMappingError } from '../src/errors';
 import { Failure } from '../src/failures';
-import type { Plan, PlanFailureDetails, PreparedReply, StepPlan } from '../src/model';
+import type { Plan, PreparedReply, StepPlan } from '../src/model';
 import type { InboundEvent } from '../src/providers/types';
 import { prepareAnswer } from '../src/responders/answer';
-import { PermanentResponderError } from '../src/responders/types';
-import { answersByDefault, mappingFailureFix, RouteMappingError } from '../src/routes';
+import { PermanentResponderError } from '../src/responders/errors';
+import { answersByDefault } from '../src/routes';
 import type { ActivityDeps } from './deps';
-
-/** A failure that no retry can mend, keeping what caused it. */
-function permanent(err: Error, type: (typeof Failure)[keyof typeof Failure]): ApplicationFailure {
-  return ApplicationFailure.create({ message: err.message, type, nonRetryable: true, cause: err });
-}
-
-/** A mapping failure, with what the workflow shows of it as the failure's details. */
-function mappingFailure(err: RouteMappingError, policy: PlanFailureDetails['policy']): ApplicationFailure {
-  const { route, integration, field } = err.failure;
-  const details: PlanFailureDetails = {
-    route,
-    integration,
-    field,
-    error: err.message,
-    fix: mappingFailureFix(err.failure),
-    policy,
-  };
-  return ApplicationFailure.create({
-    message: err.message,
-    type: Failure.RouteMapping,
-    nonRetryable: true,
-    cause: err,
-    details: [details],
-  });
-}
+import { mappingFailure, permanent } from './errors';
 
 export function replyActivities({
   responder,

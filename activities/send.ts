@@ -12,7 +12,7 @@ import {
   type StepPlan,
   TURN_WAIT_MS,
 } from '../src/model';
-import { TargetError } from '../src/targets/types';
+import { TargetError } from '../src/targets/errors';
 import type { SendLabels } from '../src/worker-metrics';
 import type { ActivityDeps } from './deps';
 import { writeOutcome } from './ledger';

@@ -3,6 +3,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
 import { revocationOf } from '../src/db/tenant-credentials';
+import { Failure } from '../src/failures';
 import { parseTenant } from '../src/tenants/tenant-id';
 import { tenantRevokedSignal } from '../workflows/messages';
 import type { ActivityDeps } from './deps';
@@ -23,7 +24,7 @@ export function tenantActivities({ pool }: ActivityDeps) {
      */
     async announceRevocation(input: { tenant: string }): Promise<number> {
       if (!parseTenant(input.tenant))
-        throw ApplicationFailure.nonRetryable('not a tenant id', 'InvalidTenant');
+        throw ApplicationFailure.nonRetryable('not a tenant id', Failure.InvalidTenant);
       const { client } = Context.current();
       // The tenant id is checked above, so it is a plain literal here (the query `replyflow held --tenant` makes).
       const query = `WorkflowType = "handleEvent" AND ExecutionStatus = "Running" AND ReplyState IN ("held", "awaiting_approval") AND Tenant = ${JSON.stringify(input.tenant)}`;

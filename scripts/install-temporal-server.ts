@@ -1,10 +1,8 @@
 // `npm run cluster:install`: builds the pinned Temporal server and its SQL tool into .tools/ (skipped
 // when they are there), for `replyflow cluster` and `npm run test:cluster`.
-import {
-  installTemporalServer,
-  TEMPORAL_SERVER_VERSION,
-  TemporalServerInstallError,
-} from '../src/cluster/install';
+
+import { TemporalServerInstallError } from '../src/cluster/errors';
+import { installTemporalServer, TEMPORAL_SERVER_VERSION } from '../src/cluster/install';
 
 installTemporalServer((line) => console.log(`replyflow: ${line}`)).then(
   ({ binaries, built, seconds }) => {

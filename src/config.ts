@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
+import { ConfigError, SandboxSettingsError } from './errors';
 import { DEFAULT_RUNTIME_FILE, type FoundStart, findRunningStart } from './running-start';
 
 const optional = z.string().min(1).optional();
@@ -554,17 +555,6 @@ export function slackOAuthSettings(config: Config): SlackOAuthSettings | undefin
 export type Config = z.infer<typeof configSchema>;
 
 /**
- * Thrown when the environment is invalid; lists every problem, never a secret's value, in one line
- * (what a start refusal prints: src/cli/main.ts).
- */
-export class ConfigError extends Error {
-  constructor(readonly problems: string[]) {
-    super(`invalid configuration: ${problems.join('; ')}`);
-    this.name = 'ConfigError';
-  }
-}
-
-/**
  * The settings that point the CLI at a system. With any of them set, a CLI call goes where they say
  * (and their defaults); with none, to the running `replyflow start` of this clone, if there is one.
  */
@@ -704,11 +694,6 @@ export interface SandboxSecrets {
   webhookSecret: string;
   /** What workers present to the sandbox target API (Authorization: Bearer). */
   apiToken: string;
-}
-
-/** Thrown when the sandbox is switched on for a role that cannot generate its secrets. */
-export class SandboxSettingsError extends Error {
-  override name = 'SandboxSettingsError';
 }
 
 /** The sandbox's secrets when it is on (the config went through resolveSandbox), else undefined. */

@@ -24,8 +24,14 @@ export const Failure = {
   PermanentLookup: 'PermanentLookupError',
   /** A workflow input that was not encrypted by a known key: only the receiver starts event workflows. */
   PayloadRefused: 'PayloadRefusedError',
-  /** The event workflow gave up on failed work nobody reprocessed or discarded in time. */
+  /**
+   * The event workflow gave up on failed work nobody reprocessed or discarded in time. The one name
+   * without the suffix: it is the failure of the run itself, as operators see it in the Web UI and
+   * in runs that already ended so; it stays as it is.
+   */
   EffectFailed: 'EffectFailed',
+  /** A tenant id that is not one (the revocation announcement checks its input). Not retried. */
+  InvalidTenant: 'InvalidTenant',
   /**
    * A decision the workflow refused: its Update fails with the refusal's reason as the message, so
    * that the Web UI shows it as failed, not as "Update successful". Clients read it as `Rejected: …`.
@@ -33,6 +39,7 @@ export const Failure = {
   DecisionRejected: 'DecisionRejectedError',
 } as const;
 
+/** The name of a failure that crosses Temporal: one of the table's. */
 export type FailureType = (typeof Failure)[keyof typeof Failure];
 
 /**

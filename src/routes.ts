@@ -9,6 +9,7 @@ import path from 'node:path';
 import YAML from 'yaml';
 import { z } from 'zod';
 import { type Config, parseDuration } from './config';
+import { type MappingFailure, RouteFileError, RouteMappingError } from './errors';
 import { errorMessage } from './failures';
 import type { EffectPlan, StepPlan } from './model';
 import { EVENT_TYPES, STANDARD_WEBHOOKS_PREFIX, sendsEventType } from './providers/event-types';
@@ -221,56 +222,10 @@ export interface RouteSet {
   routes: Route[];
 }
 
-/** Thrown at worker start when the route file has problems; lists every one with its path. */
-export class RouteFileError extends Error {
-  constructor(
-    readonly file: string,
-    readonly problems: string[],
-  ) {
-    super(`Invalid route file ${file}:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
-    this.name = 'RouteFileError';
-  }
-}
-
-/** What a matching route could not map: the route, the field and where the route uses it, never a value. */
-export interface MappingFailure {
-  route: string;
-  /** The route's integration (its `integration`, or its name). */
-  integration: string;
-  /** The field path, as the route file writes it between braces. */
-  field: string;
-  /** Where the route uses it: `businessKey`, `operationId`, `step <name> body.<key>`, … */
-  where: string;
-  /** `missing`: the event lacks it; `not-scalar`: an object where a string or number is needed. */
-  problem: 'missing' | 'not-scalar';
-}
-
-/**
- * How a mapping failure is worded wherever it shows: `routes try`, and at run time the failed event's
- * status, search attributes and alert.
- */
-export function mappingFailureText(failure: MappingFailure): string {
-  const what =
-    failure.problem === 'missing' ? 'is missing from the event' : 'must be a string or number, not an object';
-  return `route ${failure.route}: field ${failure.field} ${what} (${failure.where})`;
-}
-
 /** What an operator does about a mapping failure at run time. */
 export function mappingFailureFix(failure: MappingFailure): string {
   const what = failure.problem === 'missing' ? 'is missing from the event' : 'is not a string or number';
   return `route ${failure.route}: field ${failure.field} ${what}; fix ROUTES_FILE, restart the workers, then reprocess`;
-}
-
-/**
- * Thrown when a matching route needs an event field the event lacks: the event's workflow parks as
- * failed at step `planEffects`, naming the route and the field, until the route is fixed and the
- * event reprocessed (or discarded).
- */
-export class RouteMappingError extends Error {
-  override name = 'RouteMappingError';
-  constructor(readonly failure: MappingFailure) {
-    super(mappingFailureText(failure));
-  }
 }
 
 /**

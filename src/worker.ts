@@ -18,8 +18,9 @@ import { loadRouteFile, planner, type RouteSet, workerRouteChecks } from './rout
 import { createTargets, type TargetRegistry } from './targets';
 import { AcksFirst } from './temporal/acks-first';
 import { connectionSecurity, keyring, payloadCodec } from './temporal/client';
+import { SearchAttributesMissingError } from './temporal/errors';
 import { sdkLogger } from './temporal/sdk-logger';
-import { SearchAttributesMissingError, searchAttributeProblems } from './temporal/search-attributes';
+import { searchAttributeAdvice, searchAttributeProblems } from './temporal/search-attributes';
 import { workflowBundleFor } from './temporal/workflow-bundle';
 import { fileTenantDirectory, tenantDirectoryOf } from './tenants/directory';
 import { tenantsFileOf } from './tenants/tenants-file';
@@ -125,7 +126,8 @@ async function checkSearchAttributes(
   const problems = await searchAttributeProblems(connection.operatorService, target.namespace).catch(
     () => [],
   );
-  if (problems.length > 0) throw new SearchAttributesMissingError(problems, target);
+  if (problems.length > 0)
+    throw new SearchAttributesMissingError(problems, searchAttributeAdvice(problems, target));
 }
 
 /**

@@ -23,6 +23,7 @@ import type { InboundEvent } from '../src/providers/types';
 import { mainPathRecords, records } from './activity-stubs';
 import { ConversationLine } from './conversation-line';
 import { EffectAttempt } from './effect-attempt';
+import { ParkExpiredError } from './errors';
 import {
   approveSignal,
   approveUpdate,
@@ -38,7 +39,7 @@ import {
   yourTurnSignal,
 } from './messages';
 import { unsealedSignal } from './operator';
-import { OperatorDesk, ParkExpired, type Resumed } from './operator-desk';
+import { OperatorDesk, type Resumed } from './operator-desk';
 import { type EventResult, RunView } from './run-view';
 import { TurnClient } from './turn-client';
 
@@ -199,7 +200,7 @@ export async function handleEvent(event: InboundEvent, resumed?: Resumed): Promi
 
   /**
    * A plan a route cannot map waits as failed, alerted, its failure in the ledger (no effect row
-   * exists: nothing was planned), for a reprocess or a discard. @throws ParkExpired when nobody decided.
+   * exists: nothing was planned), for a reprocess or a discard. @throws ParkExpiredError when nobody decided.
    */
   const parkFailedPlan = async (failure: PlanFailureDetails, planning: number) => {
     const hold = planHold(planning);
@@ -247,7 +248,7 @@ export async function handleEvent(event: InboundEvent, resumed?: Resumed): Promi
     }
   };
   /** Failed work nobody decided on in time: the run fails, its outcome recorded. */
-  const parkExpired = async (err: ParkExpired): Promise<never> => {
+  const parkExpired = async (err: ParkExpiredError): Promise<never> => {
     await finish('failed', run.details.reason);
     throw ApplicationFailure.nonRetryable(err.message, Failure.EffectFailed);
   };
@@ -259,7 +260,7 @@ export async function handleEvent(event: InboundEvent, resumed?: Resumed): Promi
   let attempt: EffectAttempt | undefined;
   if (oneTaskSends) {
     const admission = await admit().catch((err: unknown) => {
-      if (err instanceof ParkExpired) return parkExpired(err);
+      if (err instanceof ParkExpiredError) return parkExpired(err);
       throw err;
     });
     if (!admission) return finish('discarded', run.details.reason);
@@ -294,7 +295,7 @@ export async function handleEvent(event: InboundEvent, resumed?: Resumed): Promi
       if (outcome !== 'succeeded') return finish(outcome, run.details.reason);
     }
   } catch (err) {
-    if (!(err instanceof ParkExpired)) throw err;
+    if (!(err instanceof ParkExpiredError)) throw err;
     return parkExpired(err);
   }
   // A reason only when there is one to give (a responder that chose not to reply).

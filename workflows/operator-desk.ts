@@ -16,6 +16,7 @@ import { errorMessage, Failure } from '../src/failures';
 import type { SendInput } from '../src/model';
 import { alerts, records } from './activity-stubs';
 import type { AnswerLeft, Decision, DeskSubject, EffectContext, Settled } from './effect-context';
+import { ParkExpiredError } from './errors';
 import type { DecisionName, OperatorDecision, ReplyState } from './messages';
 import { actionOf, judge, type OperatorMessage, unverifiable, type Verdict } from './operator';
 import type { RunView } from './run-view';
@@ -80,11 +81,6 @@ export interface Resumed {
   pendingResend?: { operator: string; reason: string };
   /** The latest part of the operator history, for the status query. */
   operatorHistory: OperatorDecision[];
-}
-
-/** Failed work nobody reprocessed or discarded within the policy's park time. */
-export class ParkExpired extends Error {
-  override name = 'ParkExpired';
 }
 
 type Waiting = 'held' | 'failed';
@@ -233,7 +229,7 @@ export class OperatorDesk {
   /**
    * Held or failed: alert, then wait for an operator, reminding while nobody decides; never resolve
    * on its own. Failed work waits for the policy's park time.
-   * @throws ParkExpired when failed work was left alone that long.
+   * @throws ParkExpiredError when failed work was left alone that long.
    */
   async awaitDecision(waitingIn: Waiting, ctx: DeskSubject): Promise<Decision> {
     const resumed = this.resumed?.effectId === ctx.effectId ? this.resumed : undefined;
@@ -264,7 +260,7 @@ export class OperatorDesk {
       if (!(await condition(woken, Math.max(timeout, 1)))) {
         if (this.run.state === 'failed') {
           this.run.details.reason = 'nobody reprocessed or discarded it in time';
-          throw new ParkExpired(
+          throw new ParkExpiredError(
             `effect ${ctx.businessKey} failed: ${this.run.details.lastError ?? 'unknown error'}`,
           );
         }

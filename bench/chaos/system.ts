@@ -28,6 +28,7 @@ import { freePort } from '../../src/ports';
 import { PROJECT_ROOT } from '../../src/temporal/binaries';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import { type DevServer, startDevServer } from '../../src/temporal/dev-server';
+import { SystemStartError } from './errors';
 
 const { TaskQueueType, TaskQueueKind } = proto.api.enums.v1;
 const BIN = path.join(PROJECT_ROOT, 'bin', 'replyflow.js');
@@ -90,11 +91,6 @@ export interface RoleProcess {
   expectedExit: boolean;
   /** Set once it serves; an exit before that is a failed start, which the supervisor retries. */
   started: boolean;
-}
-
-/** Thrown when a part of the system does not come up, with the tail of its log. */
-export class SystemStartError extends Error {
-  override name = 'SystemStartError';
 }
 
 async function waitFor(what: string, probe: () => Promise<boolean>, timeoutMs: number, guard?: () => void) {

@@ -9,9 +9,9 @@ import { type AdminConfig, cliEnvironment, loadAdminConfig } from '../config';
 import { createPool, type Pool } from '../db/pool';
 import { runningClusterAdminUrl } from '../embedded/postgres';
 import { errorMessage, isUnreachable } from '../failures';
-import { OperatorInputError } from '../operator/errors';
 import type { FoundStart } from '../running-start';
 import { type CliContext, report } from './command';
+import { AdminCredentialError, AdminDatabaseUnreachableError } from './errors';
 import type { CliIo } from './io';
 import { dataDirOrigin } from './session';
 
@@ -24,11 +24,6 @@ export interface AdminSession {
   /** Who the audit log names for what this command changes. */
   actor: string;
   close(): Promise<void>;
-}
-
-/** Thrown when an admin command finds no admin credential; the message names the setting. */
-export class AdminCredentialError extends OperatorInputError {
-  override name = 'AdminCredentialError';
 }
 
 export function openAdminSession(io: CliIo): AdminSession {
@@ -97,11 +92,6 @@ function notTheAdmin(err: unknown): AdminCredentialError | undefined {
   return new AdminCredentialError(
     `${errorMessage(err)}: REPLYFLOW_ADMIN_DATABASE_URL must be the admin's role (the owner of replyflow’s tables), not the application role's`,
   );
-}
-
-/** Thrown when the admin's PostgreSQL is out of reach; the message names the setting that points there. */
-export class AdminDatabaseUnreachableError extends Error {
-  override name = 'AdminDatabaseUnreachableError';
 }
 
 /** A connection that failed (pg's own timeout has no code) becomes one line naming where it went. */

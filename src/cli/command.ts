@@ -1,8 +1,9 @@
 // How every operator command runs: open a session, do the work, close the connections, and turn the
 // outcome into an exit code and one clear line on stderr.
 
-import { ConfigError, parseDuration } from '../config';
-import { OperatorAccountError } from '../db/operators';
+import { parseDuration } from '../config';
+import { OperatorAccountError } from '../db/errors';
+import { ConfigError } from '../errors';
 import { errorMessage } from '../failures';
 import { NotPermittedError, OperatorInputError, OperatorTokenRefusedError } from '../operator/errors';
 import { type CliIo, printLine } from './io';

@@ -5,13 +5,13 @@
 import path from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { runClusterCommand } from '../cluster/command';
-import { type Config, ConfigError, loadConfig, runtimeFileOf } from '../config';
+import { type Config, loadConfig, runtimeFileOf } from '../config';
+import { ConfigError, RouteFileError } from '../errors';
 import { errorMessage } from '../failures';
 import { launch, type Running } from '../launcher';
 import { createLogger, debugStack } from '../logger';
-import { RouteFileError } from '../routes';
 import { claimRuntimeFile, releaseRuntimeFile } from '../running-start';
-import { TenantsFileError } from '../tenants/tenants-file';
+import { TenantsFileError } from '../tenants/errors';
 import { registerAccountCommands } from './account-commands';
 import { type CliContext, EXIT } from './command';
 import { type CliIo, processIo } from './io';

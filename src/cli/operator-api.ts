@@ -12,11 +12,7 @@ import type { Inspection } from '../operator/inspect';
 import type { ReconcileReport } from '../operator/reconcile';
 import type { ItemResult, SelectionItem } from '../operator/selection';
 import type { WorkItem } from '../operator/workflows';
-
-/** Thrown when replyflow cannot be reached, or cannot do what was asked (other than a refusal). */
-export class OperatorApiError extends Error {
-  override name = 'OperatorApiError';
-}
+import { OperatorApiError } from './errors';
 
 export interface Whoami {
   operator: string;

@@ -5,9 +5,11 @@ import { readFileSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
 import { type Command, InvalidArgumentError } from 'commander';
 import { type Config, loadConfig } from '../config';
+import { RouteMappingError } from '../errors';
 import { type EffectPlan, PLAN_STEP, SANDBOX_MODES, type StepPlan, stepBusinessKey } from '../model';
+import { WebhookPayloadError } from '../providers/errors';
 import { isSampleProvider, readSample, recogniseProvider, SAMPLE_PROVIDERS } from '../providers/sample';
-import { type InboundEvent, WebhookPayloadError } from '../providers/types';
+import type { InboundEvent } from '../providers/types';
 import {
   answersByDefault,
   checkRouteFile,
@@ -15,22 +17,18 @@ import {
   defaultPlans,
   mismatch,
   type RouteCheckOptions,
-  RouteMappingError,
   type RouteSet,
   workerRouteChecks,
 } from '../routes';
 import { createTargets } from '../targets';
+import { TargetError } from '../targets/errors';
 import { fillUrl } from '../targets/http';
-import { TargetError } from '../targets/types';
 import { fileTenantDirectory, type TenantDirectory } from '../tenants/directory';
-import { loadTenantsFile, NO_TENANTS_FILE, TenantsFileError } from '../tenants/tenants-file';
+import { TenantsFileError } from '../tenants/errors';
+import { loadTenantsFile, NO_TENANTS_FILE } from '../tenants/tenants-file';
 import { type CliContext, EXIT, report } from './command';
+import { RoutesInputError } from './errors';
 import { type CliIo, printLine } from './io';
-
-/** Thrown when a routes command cannot do what it was asked (no file, an unreadable sample): one line, exit 2. */
-class RoutesInputError extends Error {
-  override name = 'RoutesInputError';
-}
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 

@@ -7,17 +7,14 @@
 // directory's cache time (src/tenants/directory.ts), without a restart.
 import type { Command } from 'commander';
 import type { z } from 'zod';
+import { TenantCredentialError } from '../db/errors';
 import type { Pool } from '../db/pool';
-import {
-  createTenantCredentialStore,
-  type TenantChange,
-  TenantCredentialError,
-  type TenantRecord,
-} from '../db/tenant-credentials';
+import { createTenantCredentialStore, type TenantChange, type TenantRecord } from '../db/tenant-credentials';
 import { errorMessage } from '../failures';
 import { OperatorInputError } from '../operator/errors';
 import { keyring, payloadCodec, resolveEncryptionKey } from '../temporal/client';
 import { TENANT_CACHE_MS } from '../tenants/directory';
+import { TenantsFileError } from '../tenants/errors';
 import type { SecretKeys } from '../tenants/secret-box';
 import { parseTenant, TENANT_PROVIDERS, type TenantProvider } from '../tenants/tenant-id';
 import {
@@ -28,7 +25,6 @@ import {
   SLACK_TEAM,
   SLACK_TEAM_HELP,
   slackTeamSecret,
-  TenantsFileError,
 } from '../tenants/tenants-file';
 import { type AdminSession, adminAction } from './admin';
 import { type CliContext, EXIT } from './command';

@@ -14,10 +14,11 @@ import { portIsFree } from '../ports';
 import { findTemporalCli, PROJECT_ROOT } from '../temporal/binaries';
 import { DEV_RETENTION_DAYS } from '../temporal/dev-server';
 import { type Balancer, startBalancer } from './balancer';
+import { ClusterStartError } from './errors';
 import { findTemporalServer, installCommand, TEMPORAL_SERVER_VERSION } from './install';
-import { ClusterStartError, type TemporalDatabase, TemporalNode } from './node';
+import { type TemporalDatabase, TemporalNode } from './node';
 
-export { ClusterStartError, type TemporalDatabase, TemporalNode } from './node';
+export { type TemporalDatabase, TemporalNode } from './node';
 
 const run = promisify(execFile);
 const SCRIPTS = path.join(PROJECT_ROOT, 'deploy', 'temporal');

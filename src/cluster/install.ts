@@ -7,6 +7,7 @@ import { mkdirSync, renameSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { isExecutable, TOOLS_DIR } from '../temporal/binaries';
+import { TemporalServerInstallError } from './errors';
 
 export const TEMPORAL_SERVER_VERSION = '1.32.0';
 const MODULE = 'go.temporal.io/server';
@@ -24,11 +25,6 @@ export interface TemporalServerBinaries {
   server: string;
   /** `temporal-sql-tool`: creates the databases and applies the schema versions. */
   sqlTool: string;
-}
-
-/** Thrown when the server cannot be built; the message has the command, its error and what to do. */
-export class TemporalServerInstallError extends Error {
-  override name = 'TemporalServerInstallError';
 }
 
 function binariesIn(dir: string): TemporalServerBinaries {

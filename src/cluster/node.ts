@@ -9,6 +9,7 @@ import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { portIsFree } from '../ports';
 import { PROJECT_ROOT } from '../temporal/binaries';
+import { ClusterStartError } from './errors';
 
 export const CONFIG_FILE = path.join(PROJECT_ROOT, 'deploy', 'temporal', 'config.yaml');
 export const DYNAMIC_CONFIG_FILE = path.join(PROJECT_ROOT, 'deploy', 'temporal', 'dynamicconfig.yaml');
@@ -32,18 +33,6 @@ interface NodePorts {
   matchingMembership: number;
   worker: number;
   workerMembership: number;
-}
-
-/** Thrown when a node does not come up; the message ends with the tail of its log. */
-export class ClusterStartError extends Error {
-  override name = 'ClusterStartError';
-  constructor(
-    message: string,
-    /** The node exited because a port it was given was taken before it could bind it. */
-    readonly portTaken = false,
-  ) {
-    super(message);
-  }
 }
 
 /**

@@ -6,6 +6,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type pg from 'pg';
 import { errorMessage } from '../failures';
+import { MigrationPrivilegeError } from './errors';
 import { type Pool, withClient } from './pool';
 
 const MIGRATIONS_DIR = path.join(__dirname, 'migrations');
@@ -52,11 +53,6 @@ export async function migrate(pool: Pool): Promise<string[]> {
     }
   });
   return applied;
-}
-
-/** Thrown when migrations are pending and this role may not apply them: the admin's job. */
-export class MigrationPrivilegeError extends Error {
-  override name = 'MigrationPrivilegeError';
 }
 
 /**

@@ -4,6 +4,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { OPERATOR_ROLES, type OperatorRole } from '../model';
 import { parseTenant } from '../tenants/tenant-id';
+import { OperatorAccountError } from './errors';
 import type { Pool } from './pool';
 
 /** Operator names: short, lower-case, safe in logs and audit rows. */
@@ -23,11 +24,6 @@ export interface OperatorAccount {
   disabled: boolean;
   createdAt: Date;
   rotatedAt: Date;
-}
-
-/** Thrown for a request about accounts that cannot be carried out (bad name, unknown role, no such operator). */
-export class OperatorAccountError extends Error {
-  override name = 'OperatorAccountError';
 }
 
 const hashOf = (token: string) => createHash('sha256').update(token, 'utf8').digest();

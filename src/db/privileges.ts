@@ -4,6 +4,7 @@
 // its own (an owner could drop the audit log's triggers). The admin applies it after each migration
 // (src/db/setup.ts); the checks that need more than privileges are triggers (migration 010).
 import type pg from 'pg';
+import { ApplicationRoleError } from './errors';
 
 /** Tables where the application role gets less than SELECT, INSERT, UPDATE and DELETE. */
 export const APPLICATION_ROLE_LIMITS: Readonly<Record<string, readonly string[]>> = {
@@ -23,11 +24,6 @@ export const APPLICATION_ROLE_LIMITS: Readonly<Record<string, readonly string[]>
   /** Whoever reads a seal key can seal decisions; only the database's own check uses them. */
   seal_keys: [],
 };
-
-/** Thrown when the application role cannot be given its privileges safely; the message says the fix. */
-export class ApplicationRoleError extends Error {
-  override name = 'ApplicationRoleError';
-}
 
 /**
  * Gives `role` exactly its privileges on this database's replyflow schema, in one transaction (no

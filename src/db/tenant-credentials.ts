@@ -6,6 +6,7 @@
 import { openSecret, type SecretKeys, sealSecret } from '../tenants/secret-box';
 import { parseTenant } from '../tenants/tenant-id';
 import { createAuditLog } from './audit-log';
+import { TenantCredentialError } from './errors';
 import type { Pool } from './pool';
 
 /** How a credential came to be: Slack's install flow, the admin's `replyflow tenant` commands, or TENANTS_FILE. */
@@ -38,11 +39,6 @@ export interface TenantCredential {
 export interface TenantChange {
   by: string;
   reason?: string;
-}
-
-/** Thrown for a request about tenants that cannot be carried out (bad id, no such tenant). */
-export class TenantCredentialError extends Error {
-  override name = 'TenantCredentialError';
 }
 
 type Row = {

@@ -23,6 +23,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { freePort } from '../ports';
+import { EmbeddedPostgresError } from './errors';
 
 export interface EmbeddedPostgres {
   /** The application's connection: a role that owns nothing, with the privileges src/db/privileges.ts gives. */
@@ -70,11 +71,6 @@ export interface RunAs {
 export interface Binaries {
   initdb: string;
   postgres: string;
-}
-
-/** Thrown when the embedded PostgreSQL cannot start; the message says what to do. */
-export class EmbeddedPostgresError extends Error {
-  override name = 'EmbeddedPostgresError';
 }
 
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres> {

@@ -18,12 +18,8 @@ import { errorMessage } from '../failures';
 import type { Logger } from '../logger';
 import type { OperatorRole } from '../model';
 import { connectionSecurity } from '../temporal/client';
-import {
-  type CodecServerOptions,
-  decisionSealer,
-  NotADecisionError,
-  StatusUnavailableError,
-} from '../temporal/codec-server';
+import { type CodecServerOptions, decisionSealer } from '../temporal/codec-server';
+import { NotADecisionError, StatusUnavailableError } from '../temporal/errors';
 import { tenantRefusal } from '../tenants/operator-scope';
 import { parseTenant } from '../tenants/tenant-id';
 import { listAudit, NOT_PERMITTED, recordAction } from './audit';

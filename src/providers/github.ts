@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { tenantOf } from '../tenants/tenant-id';
+import { WebhookPayloadError, WebhookVerificationError } from './errors';
 import { parseJson, validate } from './parse';
 import {
   header,
@@ -12,9 +13,7 @@ import {
   type InboundEvent,
   type ProviderResult,
   type RequestContext,
-  WebhookPayloadError,
   type WebhookProvider,
-  WebhookVerificationError,
 } from './types';
 
 const usableId = /^[\w.:-]{1,200}$/;

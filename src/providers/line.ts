@@ -8,15 +8,14 @@ import { validateSignature } from '@line/bot-sdk';
 import { z } from 'zod';
 import { channelFix, type LineChannel, type LineChannels } from '../tenants/line-channels';
 import { tenantOf } from '../tenants/tenant-id';
+import { ProviderUnavailableError, WebhookVerificationError } from './errors';
 import { epochMillis, epochToIso, parseJson, validate } from './parse';
 import {
   header,
   type InboundEvent,
   type ProviderResult,
-  ProviderUnavailableError,
   type RequestContext,
   type WebhookProvider,
-  WebhookVerificationError,
 } from './types';
 
 /** A reply token is single-use and valid for about a minute after the event. */

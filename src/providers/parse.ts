@@ -1,7 +1,7 @@
 // Shared body handling for providers: JSON parsing and zod validation that fail as 400s carrying
 // zod-shaped issues and never the payload itself, and the bounds every provider's numbers must keep.
 import { z } from 'zod';
-import { WebhookPayloadError } from './types';
+import { WebhookPayloadError } from './errors';
 
 /**
  * Deepest nesting accepted in a body. Real deliveries stay far below it (GitHub's example corpus

@@ -113,8 +113,6 @@ export function sandboxStyle(event: SandboxChatEvent): SandboxStyle {
   }
 }
 
-export type SandboxMessage = z.infer<typeof sandboxMessageSchema>;
-
 /**
  * How far `sentAt` may stray from the time the event arrived. The conversation orders events by it, so
  * a far-future `sentAt` would make every later message look older and freeze the conversation.

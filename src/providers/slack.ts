@@ -5,16 +5,15 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { slackTenant } from '../tenants/tenant-id';
+import { ProviderUnavailableError, WebhookVerificationError } from './errors';
 import { epochSeconds, epochToIso, parseJson, validate } from './parse';
 import { parseSlackForm, SLACK_FORM_CONTENT_TYPE } from './slack-interactions';
 import {
   header,
   type InboundEvent,
   type ProviderResult,
-  ProviderUnavailableError,
   type RequestContext,
   type WebhookProvider,
-  WebhookVerificationError,
 } from './types';
 
 /** Slack rejects requests whose timestamp is more than five minutes from now, either way. */

@@ -1,15 +1,9 @@
 // Standard Webhooks (standardwebhooks.com): `/webhooks/std/:source`, one `whsec_` secret per source.
 // The sandbox signs the same way, so the verification lives here once.
 import { WebhookVerificationError as LibraryVerificationError, Webhook } from 'standardwebhooks';
+import { WebhookVerificationError } from './errors';
 import { parseJson } from './parse';
-import {
-  header,
-  headerError,
-  type ProviderResult,
-  type RequestContext,
-  type WebhookProvider,
-  WebhookVerificationError,
-} from './types';
+import { header, headerError, type ProviderResult, type RequestContext, type WebhookProvider } from './types';
 
 /**
  * Verifies `webhook-signature` over `{webhook-id}.{webhook-timestamp}.{raw body}` with the

@@ -2,14 +2,9 @@
 // events keyed by their `evt_` id. Stripe events get no default reply: effects come from routes only.
 import Stripe from 'stripe';
 import { z } from 'zod';
+import { WebhookVerificationError } from './errors';
 import { epochSeconds, epochToIso, parseJson, validate } from './parse';
-import {
-  header,
-  type ProviderResult,
-  type RequestContext,
-  type WebhookProvider,
-  WebhookVerificationError,
-} from './types';
+import { header, type ProviderResult, type RequestContext, type WebhookProvider } from './types';
 
 /** Stripe's own default: a signature older than five minutes is a replay. */
 export const STRIPE_TOLERANCE_SECONDS = 300;

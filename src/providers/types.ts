@@ -1,6 +1,7 @@
 // What every inbound provider produces: verified, validated and normalised events. The receiver knows
 // nothing provider-specific beyond this interface.
 import type { IncomingHttpHeaders } from 'node:http';
+import { WebhookPayloadError } from './errors';
 
 /** One webhook event, normalised. It is the event workflow's input (encrypted in Temporal history). */
 export interface InboundEvent {
@@ -85,38 +86,6 @@ export interface WebhookProvider<
    * @throws WebhookPayloadError with zod issues (→ 400).
    */
   parse(ctx: RequestContext): Parsed;
-}
-
-/** Thrown when a request's signature, timestamp or signing headers are wrong or missing (401). */
-export class WebhookVerificationError extends Error {
-  override name = 'WebhookVerificationError';
-}
-
-/**
- * Thrown when a provider cannot verify or act on a request because something it reads or writes is
- * down (the tenant store holding LINE channels; recording a Slack uninstall): the sender must retry
- * (503 with Retry-After), nothing is recorded.
- */
-export class ProviderUnavailableError extends Error {
-  override name = 'ProviderUnavailableError';
-}
-
-/** One problem in a request body, in zod's shape: path and message, never the offending value. */
-export interface PayloadIssue {
-  code: string;
-  path: (string | number)[];
-  message: string;
-}
-
-/** Thrown when a verified body is malformed or lacks a usable event id (400). */
-export class WebhookPayloadError extends Error {
-  override name = 'WebhookPayloadError';
-  constructor(
-    message: string,
-    readonly issues: PayloadIssue[] = [],
-  ) {
-    super(message);
-  }
 }
 
 export function header(headers: IncomingHttpHeaders, name: string): string | undefined {

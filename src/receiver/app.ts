@@ -13,22 +13,11 @@ import {
   type WebhookOutcome,
 } from '../metrics';
 import { PROVIDER_SETTINGS } from '../providers';
-import {
-  type InboundEvent,
-  ProviderUnavailableError,
-  type RequestContext,
-  WebhookPayloadError,
-  type WebhookProvider,
-  WebhookVerificationError,
-} from '../providers/types';
+import { ProviderUnavailableError, WebhookPayloadError, WebhookVerificationError } from '../providers/errors';
+import type { InboundEvent, RequestContext, WebhookProvider } from '../providers/types';
 import { inServerSpan, setSpanAttributes } from '../tracing';
-import { TemporalDeadlineError } from './deadline-calls';
-import {
-  type EventStarter,
-  type StartOutcome,
-  storageProblem,
-  TemporalUnavailableError,
-} from './start-event';
+import { TemporalDeadlineError, TemporalUnavailableError } from './errors';
+import { type EventStarter, type StartOutcome, storageProblem } from './start-event';
 
 /** Whether each dependency answered its readiness probe, and what to do about those that did not. */
 export interface Readiness {

@@ -2,14 +2,7 @@
 // 2-3 s), on a connection that is closed only after every call it ever started has settled.
 import type { Connection } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
-
-/** Thrown when a call to Temporal is still unanswered at its deadline. */
-export class TemporalDeadlineError extends Error {
-  override name = 'TemporalDeadlineError';
-  constructor(readonly deadlineMs: number) {
-    super(`Temporal did not answer within ${deadlineMs} ms`);
-  }
-}
+import { TemporalDeadlineError } from './errors';
 
 export class DeadlineCalls {
   /** Calls given up on at their deadline whose gRPC retries may still be running. */

@@ -8,7 +8,7 @@ import { defaultPayloadConverter, type PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { Failure } from '../failures';
 import { isRefusedPayload } from '../model';
-import { UnknownPayloadKeyError } from '../temporal/codec';
+import { UnknownPayloadKeyError } from '../temporal/errors';
 
 export type ExistingRun =
   | { ours: true }

@@ -9,14 +9,8 @@ import type { TenantCredentialStore } from '../db/tenant-credentials';
 import { errorMessage } from '../failures';
 import type { Logger } from '../logger';
 import type { TenantDirectory } from '../tenants/directory';
-import {
-  InstallStateError,
-  type SlackOAuth,
-  SlackOAuthError,
-  signInstallState,
-  slackOAuth,
-  verifyInstallState,
-} from '../tenants/slack-oauth';
+import { InstallStateError, SlackOAuthError } from '../tenants/errors';
+import { type SlackOAuth, signInstallState, slackOAuth, verifyInstallState } from '../tenants/slack-oauth';
 
 /** Who stored an installation, in the audit log. */
 export const SLACK_OAUTH_ACTOR = 'slack:oauth';

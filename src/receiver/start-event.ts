@@ -23,18 +23,10 @@ import type { InboundEvent } from '../providers/types';
 import { parseTenant } from '../tenants/tenant-id';
 import { activeTraceId } from '../tracing';
 import type { DeadlineCalls } from './deadline-calls';
+import { TemporalUnavailableError } from './errors';
 import { existingRun } from './existing-run';
 
 export type StartOutcome = 'accepted' | 'duplicate';
-
-/**
- * Thrown when Temporal did not confirm the start (down, too slow, or refusing it, e.g. for a missing
- * search attribute): the sender must retry (503). The `cause` is the client's error, whose message is
- * Temporal's own.
- */
-export class TemporalUnavailableError extends Error {
-  override name = 'TemporalUnavailableError';
-}
 
 /**
  * The largest event (as JSON) a workflow start may carry: Temporal refuses a payload over 2 MiB by

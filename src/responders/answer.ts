@@ -6,7 +6,7 @@ import type { messagingApi } from '@line/bot-sdk';
 import { z } from 'zod';
 import { type BotMessage, type BotReply, botReplySchema, LINE_MESSAGES_MAX } from '../bot';
 import type { MessageBody, PreparedReply } from '../model';
-import { PermanentResponderError } from './types';
+import { PermanentResponderError } from './errors';
 
 /** LINE's text message limit (https://developers.line.biz/en/reference/messaging-api/#text-message). */
 const LINE_TEXT_MAX = 5000;

@@ -5,7 +5,8 @@
 // checked by prepareAnswer, against the reply's target.
 import type { InboundEvent } from '../providers/types';
 import { toBotEvent } from './bot-event';
-import { PermanentResponderError, type Responder } from './types';
+import { PermanentResponderError } from './errors';
+import type { Responder } from './types';
 
 export interface HttpResponderOptions {
   url: string;

@@ -1,6 +1,7 @@
 // Picks the bot's logic a deployment configured: a module (RESPONDER_MODULE), a service
 // (RESPONDER_URL), else the FAQ. Only one: two would leave it unclear who answers.
-import { type Config, ConfigError } from '../config';
+import type { Config } from '../config';
+import { ConfigError } from '../errors';
 import { faqResponder, loadFaqFile } from './faq';
 import { httpResponder } from './http';
 import { moduleResponder } from './module';

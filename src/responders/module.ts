@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Respond } from '../bot';
-import { ConfigError } from '../config';
+import { ConfigError } from '../errors';
 import { errorMessage } from '../failures';
 import { toBotEvent } from './bot-event';
 import type { Responder } from './types';

@@ -15,8 +15,3 @@ export interface Responder {
    */
   readonly local?: boolean;
 }
-
-/** Thrown when a responder's failure will not go away by retrying (bad configuration, 4xx). */
-export class PermanentResponderError extends Error {
-  override name = 'PermanentResponderError';
-}

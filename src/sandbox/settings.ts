@@ -4,7 +4,8 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { type Config, type SandboxSecrets, SandboxSettingsError } from '../config';
+import type { Config, SandboxSecrets } from '../config';
+import { SandboxSettingsError } from '../errors';
 
 const SECRETS_FILE = 'sandbox-secrets.json';
 

@@ -1,8 +1,8 @@
+import { TargetError } from './errors';
 // A GitHub App's installation access tokens, for the GitHub target: @octokit/auth-app signs the app's
 // JWT and asks GitHub for an installation's token, and each token is kept until shortly before its
 // `expires_at`. What a refusal means is the target's to say (classifyTokenRefusal in ./github.ts).
 // https://docs.github.com/en/apps/creating-github-apps/authenticating-with-a-github-app/authenticating-as-a-github-app-installation
-import { TargetError } from './types';
 
 /** A token is fetched again once less than this is left of it (a send may take a while after). */
 export const TOKEN_REFRESH_MARGIN_MS = 5 * 60_000;

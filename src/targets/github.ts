@@ -4,9 +4,10 @@
 // installation's token, any other with the personal token.
 import type { StepPlan } from '../model';
 import { parseTenant } from '../tenants/tenant-id';
+import { TargetError } from './errors';
 import type { InstallationTokens } from './github-app';
 import { classifyStatus, classifyTransportError } from './http-errors';
-import { type LookupRequest, messageText, parseRetryAfter, type TargetAdapter, TargetError } from './types';
+import { type LookupRequest, messageText, parseRetryAfter, type TargetAdapter } from './types';
 
 /** GitHub documents no read-after-write delay for comment lists; we look twice, this far apart. */
 export const GITHUB_CONSISTENCY_DELAY_MS = 10_000;

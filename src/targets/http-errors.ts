@@ -1,6 +1,8 @@
 // Classification shared by adapters that speak HTTP: what a status or a transport error says about
 // whether the request was applied (RFC 9110 §9.2.2: never retry a non-idempotent request blindly).
-import { parseRetryAfter, TargetError } from './types';
+
+import { TargetError } from './errors';
+import { parseRetryAfter } from './types';
 
 /** Node's fetch reports transport failures as TypeError with a `cause` carrying the socket error code. */
 export function classifyTransportError(err: unknown, signal: AbortSignal): TargetError {

@@ -2,8 +2,9 @@
 // file (`http:<name>`): a JSON request with an idempotency key (the IETF draft's `Idempotency-Key`
 // by default) and, optionally, a lookup URL that finds an effect by our reference.
 import type { StepPlan } from '../model';
+import { TargetError } from './errors';
 import { classifyStatus, classifyTransportError } from './http-errors';
-import { type TargetAdapter, TargetError } from './types';
+import type { TargetAdapter } from './types';
 
 export interface HttpEndpoint {
   /** URL template: `{effectId}` and the step's destination values (URL-encoded) fill the braces. */

@@ -18,8 +18,9 @@
 import { HTTPFetchError, messagingApi } from '@line/bot-sdk';
 import type { StepPlan } from '../model';
 import { channelFix, type LineChannel, type LineChannels } from '../tenants/line-channels';
+import { TargetError } from './errors';
 import { classifyTransportError } from './http-errors';
-import { messageText, parseRetryAfter, type SendRequest, type TargetAdapter, TargetError } from './types';
+import { messageText, parseRetryAfter, type SendRequest, type TargetAdapter } from './types';
 
 /** LINE takes at most five message objects per reply or push. */
 const MESSAGES_PER_REQUEST = 5;

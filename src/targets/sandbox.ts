@@ -4,8 +4,9 @@
 // neither, so an unknown outcome there goes to held. A reply carries its text and, as given, the
 // Slack fields (blocks) or LINE message objects (quick replies) the sandbox page shows.
 import type { SandboxMode } from '../model';
+import { TargetError } from './errors';
 import { classifyStatus, classifyTransportError } from './http-errors';
-import { type TargetAdapter, TargetError } from './types';
+import type { TargetAdapter } from './types';
 
 /** How long a committed reply stays invisible to lookups in `sandbox-lookup` mode. */
 export const SANDBOX_CONSISTENCY_DELAY_MS = 2000;

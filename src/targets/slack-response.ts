@@ -2,8 +2,10 @@
 // What Slack promises for one (https://api.slack.com/interactivity/handling#message_responses, checked
 // Nov 2026): up to 5 uses within 30 minutes of the interaction; no idempotency key; nothing to look a
 // message up by. So an outcome we cannot know is held for a person, the project's rule for such targets.
+
+import { TargetError } from './errors';
 import { classifyStatus, classifyTransportError } from './http-errors';
-import { messageText, type TargetAdapter, TargetError } from './types';
+import { messageText, type TargetAdapter } from './types';
 
 /** Where Slack's response URLs live (`https://hooks.slack.com/commands/…`, `…/actions/…`, `…/app/…`). */
 export const SLACK_RESPONSE_URL_PREFIX = 'https://hooks.slack.com/';

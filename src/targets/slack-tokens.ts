@@ -4,10 +4,10 @@
 // refreshed shortly before it expires, once per process at a time, and stored only over the version
 // it replaced, so that of several workers refreshing at once one wins and the others use its token.
 import type { TenantDirectory } from '../tenants/directory';
-import { TenantSecretError } from '../tenants/secret-box';
-import { type RefreshedToken, SlackOAuthError } from '../tenants/slack-oauth';
+import { SlackOAuthError, TenantSecretError } from '../tenants/errors';
+import type { RefreshedToken } from '../tenants/slack-oauth';
 import { parseTenant } from '../tenants/tenant-id';
-import { TargetError } from './types';
+import { TargetError } from './errors';
 
 /** A token this close to its expiry is refreshed before use: a send attempt lasts well under this. */
 export const SLACK_REFRESH_MARGIN_MS = 5 * 60_000;

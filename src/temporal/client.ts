@@ -9,6 +9,7 @@ import { Client, Connection, type TLSConfig } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import type { Config } from '../config';
 import { AesGcmPayloadCodec, type CodecOptions } from './codec';
+import { ConnectionSecurityError } from './errors';
 
 export const ENCRYPTION_KEY_FILE = 'encryption.key';
 
@@ -73,14 +74,6 @@ export function dataConverter(
 export interface ConnectionSecurity {
   tls: TLSConfig | false;
   apiKey?: string;
-}
-
-/** Thrown when the TLS / API key settings contradict each other or name files that cannot be read. */
-export class ConnectionSecurityError extends Error {
-  constructor(readonly problems: string[]) {
-    super(`Invalid Temporal connection settings:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
-    this.name = 'ConnectionSecurityError';
-  }
 }
 
 /**

@@ -24,6 +24,7 @@ import { AttemptCounter } from '../rate-limit';
 import { tenantRefusal } from '../tenants/operator-scope';
 import { keyring, payloadCodec } from './client';
 import type { AesGcmPayloadCodec } from './codec';
+import { NotADecisionError, StatusUnavailableError } from './errors';
 
 export const CODEC_PATH = '/codec';
 /** The browser session cookie set by /codec/login: the Web UI sends it when "include credentials" is on. */
@@ -251,16 +252,6 @@ function cookieValue(req: Request, name: string): string | undefined {
     }
   }
   return undefined;
-}
-
-/** Thrown for a payload /codec/encode will not seal; the message names the problem, never the content. */
-export class NotADecisionError extends Error {
-  override name = 'NotADecisionError';
-}
-
-/** Thrown when the workflow's status, needed to bind a decision to its hold, cannot be read now. */
-export class StatusUnavailableError extends Error {
-  override name = 'StatusUnavailableError';
 }
 
 /** The decision a payload carries: a json/plain JSON object with a workflowId and only a decision's fields. */

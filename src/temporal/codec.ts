@@ -5,6 +5,7 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { METADATA_ENCODING_KEY, type Payload, type PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import type { RefusedPayload } from '../model';
+import { UnknownPayloadKeyError } from './errors';
 
 const ENCODING = 'binary/encrypted';
 const CIPHER = 'aes-256-gcm';
@@ -18,14 +19,6 @@ function refused(why: string): Payload {
     metadata: { [METADATA_ENCODING_KEY]: new TextEncoder().encode('json/plain') },
     data: new TextEncoder().encode(JSON.stringify(value)),
   };
-}
-
-/**
- * Thrown when a payload names a key id this process does not hold: a key rollout in progress (a
- * process that holds it may read it), or a payload that was never ours.
- */
-export class UnknownPayloadKeyError extends Error {
-  override name = 'UnknownPayloadKeyError';
 }
 
 export interface CodecOptions {

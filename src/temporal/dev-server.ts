@@ -14,6 +14,7 @@ import { errorMessage } from '../failures';
 import { freePort, portIsFree } from '../ports';
 import { findTemporalCli } from './binaries';
 import { BROWSER_BLOCKED_PORTS, freeBlockedPorts } from './browser-blocked-ports';
+import { DevServerStartError, PortTakenError } from './errors';
 import { startWebUiGuard, type WebUiGuard } from './web-ui-guard';
 
 /** Longer than the longest provider redelivery window we know (Stripe and GitHub: 3 days). */
@@ -65,11 +66,6 @@ export interface DevServer {
   stop(): Promise<void>;
   /** SIGKILL, no goodbye: what a crash or an OOM kill does (tests of durability). */
   kill(): Promise<void>;
-}
-
-/** Thrown when the dev server cannot start; the message names the cause and what to do. */
-export class DevServerStartError extends Error {
-  override name = 'DevServerStartError';
 }
 
 function stopChild(child: ChildProcess): Promise<void> {
@@ -134,11 +130,6 @@ function startDevArgs(options: DevServerOptions, ports: Ports, namespace: string
   for (const key of ALL_SEARCH_ATTRIBUTES)
     args.push('--search-attribute', `${key.name}=${key.type === 'INT' ? 'Int' : 'Keyword'}`);
   return args;
-}
-
-/** Thrown when a port picked for this start was taken before the server bound it: start again. */
-class PortTakenError extends DevServerStartError {
-  override name = 'PortTakenError';
 }
 
 /**

@@ -76,14 +76,3 @@ export function searchAttributeAdvice(
   }
   return parts.join('. ');
 }
-
-/** Thrown when a worker would start on a namespace its workflows cannot set their search attributes in. */
-export class SearchAttributesMissingError extends Error {
-  override name = 'SearchAttributesMissingError';
-  constructor(
-    readonly problems: SearchAttributeProblem[],
-    target: { address: string; namespace: string },
-  ) {
-    super(searchAttributeAdvice(problems, target));
-  }
-}

@@ -7,6 +7,7 @@
 // the banner shown while decoding fails links to that login, so the UI's own dialog is never needed.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { WebUiGuardListenError } from './errors';
 
 export interface WebUiGuardOptions {
   /** Where operators open the UI: the banner's port, on 127.0.0.1. */
@@ -23,11 +24,6 @@ export interface WebUiGuardOptions {
 export interface WebUiGuard {
   url: string;
   close(): Promise<void>;
-}
-
-/** Thrown when the guard cannot listen on the Web UI's port. */
-export class WebUiGuardListenError extends Error {
-  override name = 'WebUiGuardListenError';
 }
 
 /** The Host headers a browser sends for the UI's own addresses (no port for 80, as browsers omit it). */

@@ -20,11 +20,7 @@ import {
 import path from 'node:path';
 import { bundleWorkflowCode, type WorkflowBundle, type WorkflowBundleOption } from '@temporalio/worker';
 import { PROJECT_ROOT } from './binaries';
-
-/** Thrown when the bundle cannot be built: webpack's own message, from the child. */
-export class WorkflowBundleError extends Error {
-  override name = 'WorkflowBundleError';
-}
+import { WorkflowBundleError } from './errors';
 
 const CHILD_FLAG = '--replyflow-bundle-child';
 /** Webpack's output for our workflows is ~2 MiB. */

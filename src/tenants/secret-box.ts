@@ -2,6 +2,7 @@
 // with the tenant as associated data, so that a ciphertext opens only on its own row. The key id is
 // stored beside it; payload keys rotate as REPLYFLOW_DECRYPTION_KEYS describes (docs/deploy.md).
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { TenantSecretError } from './errors';
 
 /** What the payload codec (src/temporal/codec.ts AesGcmPayloadCodec) holds: the current key and every key by id. */
 export interface SecretKeys {
@@ -12,11 +13,6 @@ export interface SecretKeys {
 const CIPHER = 'aes-256-gcm';
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
-
-/** Thrown when a stored secret cannot be opened: a key id this process lacks, or a ciphertext that is not this row's. */
-export class TenantSecretError extends Error {
-  override name = 'TenantSecretError';
-}
 
 export function sealSecret(
   keys: SecretKeys,

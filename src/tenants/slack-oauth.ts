@@ -7,6 +7,7 @@ import { createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto'
 import { ErrorCode, type Logger, LogLevel, WebClient } from '@slack/web-api';
 import { z } from 'zod';
 import type { SlackOAuthSettings } from '../config';
+import { InstallStateError, SlackOAuthError } from './errors';
 import { slackTenant } from './tenant-id';
 
 /** How long an install may take between /slack/install and Slack's redirect back (Bolt's default too). */
@@ -14,11 +15,6 @@ export const INSTALL_STATE_TTL_MS = 10 * 60_000;
 /** A state issued this far in the future still counts: receivers' clocks differ a little. */
 const CLOCK_SKEW_MS = 60_000;
 const STATE = /^v1\.([0-9a-z]{1,12})\.([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{43})$/;
-
-/** Thrown when a callback's `state` is not one this replyflow issued in the last ten minutes. */
-export class InstallStateError extends Error {
-  override name = 'InstallStateError';
-}
 
 /**
  * The state key: derived from the client secret, so that every receiver of the app signs and checks
@@ -87,22 +83,6 @@ export interface RefreshedToken {
   botToken: string;
   refreshToken: string;
   expiresAt?: Date;
-}
-
-/**
- * Thrown when `oauth.v2.access` did not give what was asked. `code` is Slack's error code
- * (`invalid_code`, `bad_client_secret`, `invalid_refresh_token`…) when Slack answered; `reached` says
- * whether it did (false: unreachable, timed out, or not Slack's API at SLACK_API_URL).
- */
-export class SlackOAuthError extends Error {
-  override name = 'SlackOAuthError';
-  constructor(
-    message: string,
-    readonly reached: boolean,
-    readonly code?: string,
-  ) {
-    super(message);
-  }
 }
 
 /** The Web API client's own logging stays off: our logs never carry request bodies or tokens. */

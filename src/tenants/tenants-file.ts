@@ -8,6 +8,7 @@ import YAML from 'yaml';
 import { z } from 'zod';
 import type { Config } from '../config';
 import type { TenantCredential, TenantRecord } from '../db/tenant-credentials';
+import { TenantsFileError } from './errors';
 import { tenantOf } from './tenant-id';
 
 /**
@@ -72,17 +73,6 @@ export interface TenantsFile {
 }
 
 export const NO_TENANTS_FILE: TenantsFile = { entries: new Map() };
-
-/** Thrown when TENANTS_FILE cannot be used; lists every problem, each with the entry's path, never a secret. */
-export class TenantsFileError extends Error {
-  override name = 'TenantsFileError';
-  constructor(
-    readonly file: string,
-    readonly problems: string[],
-  ) {
-    super(`invalid tenants file ${file} (TENANTS_FILE): ${problems.join('; ')}`);
-  }
-}
 
 type Path = readonly PropertyKey[];
 const formatPath = (parts: Path) =>

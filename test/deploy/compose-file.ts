@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { PROJECT_ROOT } from '../../src/temporal/binaries';
+import { InterpolationError } from './errors';
 
 export const COMPOSE_FILE = path.join(PROJECT_ROOT, 'docker-compose.yml');
 export const ENV_EXAMPLE_FILE = path.join(PROJECT_ROOT, '.env.example');
@@ -50,11 +51,6 @@ export interface Reference {
 }
 
 const REFERENCE = /\$(?:\$|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))/g;
-
-/** Thrown when a compose value uses interpolation that this reader (and so the tests) does not model. */
-export class InterpolationError extends Error {
-  override name = 'InterpolationError';
-}
 
 export function references(text: string): Reference[] {
   const found: Reference[] = [];

@@ -6,13 +6,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { ConfigError, loadConfig } from '../../src/config';
-import {
-  ConnectionSecurityError,
-  connectionSecurity,
-  keyring,
-  payloadCodec,
-} from '../../src/temporal/client';
+import { loadConfig } from '../../src/config';
+import { ConfigError } from '../../src/errors';
+import { connectionSecurity, keyring, payloadCodec } from '../../src/temporal/client';
+import { ConnectionSecurityError } from '../../src/temporal/errors';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'replyflow-tls-settings-'));
 const file = (name: string, content: string) => {

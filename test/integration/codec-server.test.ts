@@ -5,9 +5,10 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { temporal } from '@temporalio/proto';
-import { ConfigError, loadConfig } from '../../src/config';
+import { loadConfig } from '../../src/config';
 import { createOperatorStore } from '../../src/db/operators';
 import { openSeal } from '../../src/decision-seal';
+import { ConfigError } from '../../src/errors';
 import type { ReceiverHandle } from '../../src/receiver';
 import { connectClient, payloadCodec } from '../../src/temporal/client';
 import {

@@ -13,10 +13,10 @@ import { loadConfig } from '../../src/config';
 import { createPool } from '../../src/db/pool';
 import { setUpDatabase } from '../../src/db/setup';
 import { sealDecision } from '../../src/decision-seal';
+import { EmbeddedPostgresError } from '../../src/embedded/errors';
 import {
   APPLICATION_ROLE,
   type Binaries,
-  EmbeddedPostgresError,
   packagedBinaries,
   reachableBinaries,
   runningClusterAdminUrl,

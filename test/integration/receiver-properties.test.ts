@@ -22,11 +22,8 @@ import { signStandardWebhook } from '../../src/providers/standard-webhooks';
 import { signStripeEvent } from '../../src/providers/stripe';
 import type { InboundEvent } from '../../src/providers/types';
 import { createReceiverApp } from '../../src/receiver/app';
-import {
-  type EventStarter,
-  type StartOutcome,
-  TemporalUnavailableError,
-} from '../../src/receiver/start-event';
+import { TemporalUnavailableError } from '../../src/receiver/errors';
+import type { EventStarter, StartOutcome } from '../../src/receiver/start-event';
 import { database } from '../helpers/servers';
 import { silentLogger } from '../helpers/system';
 

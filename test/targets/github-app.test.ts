@@ -4,10 +4,10 @@
 // installation is permanent with the fix; a token endpoint outage is retryable and posts nothing.
 import assert from 'node:assert/strict';
 import type { StepPlan } from '../../src/model';
+import { TargetError } from '../../src/targets/errors';
 import { githubTarget } from '../../src/targets/github';
 import { installationTokens, TOKEN_REFRESH_MARGIN_MS } from '../../src/targets/github-app';
 import { createTargets, TARGET_SETTINGS } from '../../src/targets/index';
-import { TargetError } from '../../src/targets/types';
 import { FakeGithub, testGithubApp, tokenOf } from '../helpers/fakes/github';
 import { testConfig, uniqueId } from '../helpers/system';
 

@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { StepPlan } from '../../src/model';
+import { TargetError } from '../../src/targets/errors';
 import { githubTarget } from '../../src/targets/github';
-import { TargetError } from '../../src/targets/types';
 
 const TOKEN = 'ghp_destination_test_token';
 

@@ -6,8 +6,8 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { StepPlan } from '../../src/model';
+import { TargetError } from '../../src/targets/errors';
 import { type HttpEndpoint, httpTarget } from '../../src/targets/http';
-import { TargetError } from '../../src/targets/types';
 
 describe('HTTP target URL placeholders (real HTTP server)', () => {
   const received: string[] = [];

@@ -6,14 +6,9 @@ import os from 'node:os';
 import path from 'node:path';
 import YAML from 'yaml';
 import type { Pool } from '../../src/db/pool';
+import { RouteFileError, RouteMappingError } from '../../src/errors';
 import type { InboundEvent } from '../../src/providers/types';
-import {
-  configuredPlans,
-  loadRouteFile,
-  parseRoutes,
-  RouteFileError,
-  RouteMappingError,
-} from '../../src/routes';
+import { configuredPlans, loadRouteFile, parseRoutes } from '../../src/routes';
 import { createTargets } from '../../src/targets';
 import { createWorker } from '../../src/worker';
 import { silentLogger, testConfig } from '../helpers/system';

@@ -4,8 +4,8 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { MessageBody, StepPlan } from '../../src/model';
+import { TargetError } from '../../src/targets/errors';
 import { slackResponseTarget } from '../../src/targets/slack-response';
-import { TargetError } from '../../src/targets/types';
 
 type Handler = (req: IncomingMessage, res: ServerResponse, body: string) => void;
 

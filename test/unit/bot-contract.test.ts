@@ -11,7 +11,7 @@ import { botSchemaFiles } from '../../src/bot-schema';
 import type { InboundEvent } from '../../src/providers/types';
 import { prepareAnswer } from '../../src/responders/answer';
 import { toBotEvent } from '../../src/responders/bot-event';
-import { PermanentResponderError } from '../../src/responders/types';
+import { PermanentResponderError } from '../../src/responders/errors';
 
 // The interface bots import and the schema the JSON Schema comes from describe the same object.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;

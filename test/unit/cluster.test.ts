@@ -6,12 +6,8 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { run } from '../../src/cli/main';
-import {
-  ClusterStartError,
-  shardOwner,
-  TemporalNode,
-  temporalDatabaseFromUrl,
-} from '../../src/cluster/cluster';
+import { shardOwner, TemporalNode, temporalDatabaseFromUrl } from '../../src/cluster/cluster';
+import { ClusterStartError } from '../../src/cluster/errors';
 
 async function cluster(argv: string[]): Promise<{ code: number; stderr: string }> {
   let stderr = '';

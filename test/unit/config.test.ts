@@ -4,13 +4,13 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
-  ConfigError,
   loadConfig,
   parseDuration,
   SLACK_MANIFEST_SCOPES,
   slackOAuthSettings,
   tracesExport,
 } from '../../src/config';
+import { ConfigError } from '../../src/errors';
 
 describe('configuration read once at start (src/config.ts)', () => {
   it('applies defaults and treats empty strings as unset', () => {

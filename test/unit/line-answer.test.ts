@@ -3,7 +3,7 @@
 // without the bot's text.
 import assert from 'node:assert/strict';
 import { prepareAnswer } from '../../src/responders/answer';
-import { PermanentResponderError } from '../../src/responders/types';
+import { PermanentResponderError } from '../../src/responders/errors';
 
 const quickReply = (n: number) => ({
   items: Array.from({ length: n }, (_, i) => ({

@@ -2,7 +2,7 @@
 // and prepares the bodies its target sends: Slack's fields, or one LINE message object.
 import assert from 'node:assert/strict';
 import { prepareAnswer, targetFamily } from '../../src/responders/answer';
-import { PermanentResponderError } from '../../src/responders/types';
+import { PermanentResponderError } from '../../src/responders/errors';
 
 const blocks = [
   { type: 'section', text: { type: 'mrkdwn', text: '*Hello*' } },

@@ -2,14 +2,10 @@
 // broken one thing at a time.
 import assert from 'node:assert/strict';
 import { Webhook } from 'standardwebhooks';
+import { WebhookPayloadError, WebhookVerificationError } from '../../src/providers/errors';
 import { sandboxProvider } from '../../src/providers/sandbox';
 import { signStandardWebhook, verifyStandardWebhook } from '../../src/providers/standard-webhooks';
-import {
-  type InboundEvent,
-  type RequestContext,
-  WebhookPayloadError,
-  WebhookVerificationError,
-} from '../../src/providers/types';
+import type { InboundEvent, RequestContext } from '../../src/providers/types';
 import { toBotEvent } from '../../src/responders/bot-event';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';

@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig, SandboxSettingsError } from '../../src/config';
+import { loadConfig } from '../../src/config';
+import { SandboxSettingsError } from '../../src/errors';
 import { resolveSandbox, sandboxSecretsFile } from '../../src/sandbox/settings';
 
 const dataDir = () => mkdtempSync(path.join(os.tmpdir(), 'replyflow-sandbox-'));

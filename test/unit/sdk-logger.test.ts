@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { ApplicationFailure } from '@temporalio/common';
 import { LogTimestamp } from '@temporalio/worker';
-import { PermanentResponderError } from '../../src/responders/types';
+import { PermanentResponderError } from '../../src/responders/errors';
 import { sdkLogger } from '../../src/temporal/sdk-logger';
 import { capturedLogger } from '../helpers/receiver';
 

@@ -3,10 +3,10 @@
 // out in, derived from SLACK_API_URL.
 import assert from 'node:assert/strict';
 import { loadConfig, slackOAuthSettings } from '../../src/config';
+import { InstallStateError } from '../../src/tenants/errors';
 import {
   authorizeUrl,
   INSTALL_STATE_TTL_MS,
-  InstallStateError,
   signInstallState,
   verifyInstallState,
 } from '../../src/tenants/slack-oauth';

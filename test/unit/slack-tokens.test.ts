@@ -4,10 +4,10 @@
 import assert from 'node:assert/strict';
 import type { TenantCredential } from '../../src/db/tenant-credentials';
 import { createTargets } from '../../src/targets';
+import { TargetError } from '../../src/targets/errors';
 import { slackTokens } from '../../src/targets/slack-tokens';
-import { TargetError } from '../../src/targets/types';
 import { createTenantDirectory, fileTenantDirectory } from '../../src/tenants/directory';
-import { SlackOAuthError } from '../../src/tenants/slack-oauth';
+import { SlackOAuthError } from '../../src/tenants/errors';
 import { testConfig } from '../helpers/system';
 
 const NOW = Date.UTC(2026, 11, 1, 12);

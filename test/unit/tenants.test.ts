@@ -6,20 +6,21 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ConfigError, loadConfig } from '../../src/config';
+import { loadConfig } from '../../src/config';
 import type { TenantCredential } from '../../src/db/tenant-credentials';
+import { ConfigError } from '../../src/errors';
 import { createProviders } from '../../src/providers';
+import { ProviderUnavailableError, WebhookVerificationError } from '../../src/providers/errors';
 import { lineProvider, signLineRequest } from '../../src/providers/line';
-import { ProviderUnavailableError, WebhookVerificationError } from '../../src/providers/types';
 import { createTargets } from '../../src/targets';
 import { createTenantDirectory, FRESH_MIN_MS, TENANT_CACHE_MS } from '../../src/tenants/directory';
+import { TenantsFileError } from '../../src/tenants/errors';
 import { lineChannelsOf } from '../../src/tenants/line-channels';
 import {
   checkTenantsText,
   loadTenantsFile,
   NO_TENANTS_FILE,
   type TenantsFile,
-  TenantsFileError,
 } from '../../src/tenants/tenants-file';
 import { eventsOf, requestContext } from './providers/context';
 

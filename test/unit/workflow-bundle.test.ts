@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { bundleKey, WorkflowBundleError, workflowBundleFor } from '../../src/temporal/workflow-bundle';
+import { WorkflowBundleError } from '../../src/temporal/errors';
+import { bundleKey, workflowBundleFor } from '../../src/temporal/workflow-bundle';
 import { WORKFLOWS_PATH } from '../../src/worker';
 
 describe('workflow bundle, built in a child process and cached', function () {

@@ -1,8 +1,8 @@
 // The GitHub provider: GitHub's documented signature example, a request signed by
 // @octokit/webhooks-methods broken one thing at a time, ping, and the (hook id, delivery) event key.
 import assert from 'node:assert/strict';
+import { WebhookPayloadError, WebhookVerificationError } from '../../../src/providers/errors';
 import { githubProvider, signGitHubDelivery, verifyGitHubRequest } from '../../../src/providers/github';
-import { WebhookPayloadError, WebhookVerificationError } from '../../../src/providers/types';
 import { chatBusinessKey } from '../../../src/routes';
 import { eventsOf, flipOneByte, requestContext } from './context';
 

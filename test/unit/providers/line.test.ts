@@ -2,8 +2,8 @@
 // request, several events in one request, and the normalisation the LINE target relies on.
 import assert from 'node:assert/strict';
 import { validateSignature } from '@line/bot-sdk';
+import { WebhookPayloadError, WebhookVerificationError } from '../../../src/providers/errors';
 import { lineProvider, signLineRequest, verifyLineRequest } from '../../../src/providers/line';
-import { WebhookPayloadError, WebhookVerificationError } from '../../../src/providers/types';
 import { toBotEvent } from '../../../src/responders/bot-event';
 import { answersByDefault, chatBusinessKey, defaultPlans } from '../../../src/routes';
 import { eventsOf, flipOneByte, requestContext } from './context';

@@ -5,6 +5,7 @@
 // (the receiver's 401 and 400), and every event it returns can be stored as a workflow input.
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
+import { WebhookPayloadError, WebhookVerificationError } from '../../../src/providers/errors';
 import { githubProvider, signGitHubDelivery } from '../../../src/providers/github';
 import { lineProvider, signLineRequest } from '../../../src/providers/line';
 import { MAX_JSON_DEPTH } from '../../../src/providers/parse';
@@ -12,13 +13,7 @@ import { sandboxProvider } from '../../../src/providers/sandbox';
 import { signSlackRequest, slackProvider } from '../../../src/providers/slack';
 import { signStandardWebhook, standardWebhooksProvider } from '../../../src/providers/standard-webhooks';
 import { signStripeEvent, stripeProvider } from '../../../src/providers/stripe';
-import {
-  type ProviderResult,
-  type RequestContext,
-  WebhookPayloadError,
-  type WebhookProvider,
-  WebhookVerificationError,
-} from '../../../src/providers/types';
+import type { ProviderResult, RequestContext, WebhookProvider } from '../../../src/providers/types';
 import { storageProblem } from '../../../src/receiver/start-event';
 import { requestContext } from './context';
 

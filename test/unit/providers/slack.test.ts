@@ -2,13 +2,13 @@
 // time, the normalisation the default route and the Slack target rely on, and how a message
 // addresses the bot.
 import assert from 'node:assert/strict';
+import { WebhookPayloadError, WebhookVerificationError } from '../../../src/providers/errors';
 import {
   signSlackRequest,
   slackAddressing,
   slackProvider,
   verifySlackRequest,
 } from '../../../src/providers/slack';
-import { WebhookPayloadError, WebhookVerificationError } from '../../../src/providers/types';
 import { chatBusinessKey } from '../../../src/routes';
 import { eventsOf, flipOneByte, requestContext } from './context';
 

@@ -2,8 +2,8 @@
 // signed by `standardwebhooks` broken one thing at a time, one secret per source, and the event key.
 import assert from 'node:assert/strict';
 import { Webhook } from 'standardwebhooks';
+import { WebhookPayloadError, WebhookVerificationError } from '../../../src/providers/errors';
 import { standardWebhooksProvider } from '../../../src/providers/standard-webhooks';
-import { WebhookPayloadError, WebhookVerificationError } from '../../../src/providers/types';
 import { eventsOf, flipOneByte, requestContext } from './context';
 
 const ORDERS_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
