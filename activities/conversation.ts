@@ -5,9 +5,7 @@ import { allowedFrom, MACHINES, type TransitionRequest } from '../src/conversati
 import { conversationWorkflowId, requestTurnSignal } from '../workflows/messages';
 import type { ActivityDeps } from './deps';
 
-export type TransitionResult =
-  | { applied: true; state: string }
-  | { applied: false; state: string; reason: string };
+type TransitionResult = { applied: true; state: string } | { applied: false; state: string; reason: string };
 
 export function conversationActivities({ pool, policy }: ActivityDeps) {
   return {

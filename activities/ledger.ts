@@ -6,8 +6,6 @@ import { createEventLedger, type EventOutcome, type LedgerEntry } from '../src/d
 import type { InboundEvent } from '../src/providers/types';
 import type { ActivityDeps } from './deps';
 
-export type { EventOutcome } from '../src/db/events';
-
 /** The run of the current activity. */
 const currentRunId = () => Context.current().info.workflowExecution?.runId ?? '';
 

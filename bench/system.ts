@@ -142,7 +142,7 @@ const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 
 /** A sandbox chat message, signed as a sender signs it: the first of a conversation of its own by default. */
-export function message(
+function message(
   conversationId: string,
   target: SandboxMode = 'sandbox',
   messageId = 'm1',
@@ -225,7 +225,7 @@ async function inLanes<T>(items: T[], limit: number, fn: (item: T) => Promise<vo
 }
 
 /** Every answer senders got in one phase: statuses (each 503 retried, as providers retry) and latencies. */
-export class AckTally {
+class AckTally {
   readonly latencies: number[] = [];
   answers = 0;
   unavailable = 0;

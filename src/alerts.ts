@@ -3,7 +3,7 @@
 import type { Alert } from '../activities/deps';
 import type { Logger } from './logger';
 
-export interface NotifierOptions {
+interface NotifierOptions {
   logger: Logger;
   webhookUrl?: string;
   temporalUiUrl?: string;

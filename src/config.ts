@@ -558,7 +558,7 @@ export type Config = z.infer<typeof configSchema>;
  * The settings that point the CLI at a system. With any of them set, a CLI call goes where they say
  * (and their defaults); with none, to the running `replyflow start` of this clone, if there is one.
  */
-export const SYSTEM_SETTINGS = [
+const SYSTEM_SETTINGS = [
   'REPLYFLOW_URL',
   'REPLYFLOW_CODEC_URL',
   'PORT',
@@ -574,7 +574,7 @@ export function runtimeFileOf(config: Pick<Config, 'REPLYFLOW_RUNTIME_FILE'>): s
   return config.REPLYFLOW_RUNTIME_FILE ? path.resolve(config.REPLYFLOW_RUNTIME_FILE) : DEFAULT_RUNTIME_FILE;
 }
 
-export interface CliEnvironment {
+interface CliEnvironment {
   env: NodeJS.ProcessEnv;
   /** The running start whose REPLYFLOW_URL and REPLYFLOW_DATA_DIR `env` got, if it got them from one. */
   runningStart?: FoundStart;

@@ -2,7 +2,7 @@
 // versions compare. Late or disallowed events are refused by these rules, never by arrival time.
 import type { InboundEvent } from './providers/types';
 
-export interface StateMachine {
+interface StateMachine {
   initial: string;
   /** Transitions events may cause: from → allowed targets (a state listed for itself allows repeats). */
   events: Record<string, readonly string[]>;

@@ -65,7 +65,7 @@ function canonical(value: unknown): string {
 }
 
 /** The digest of a decision's body: every field but `seal`. */
-export function bodyDigest(body: Record<string, unknown>): string {
+function bodyDigest(body: Record<string, unknown>): string {
   const { seal: _seal, ...rest } = body;
   return createHash('sha256').update(canonical(rest)).digest('base64url');
 }
@@ -86,7 +86,7 @@ export function sealDecision(
   return { ...body, seal: `${VERSION}.${encoded}.${signature}` };
 }
 
-export type OpenedSeal = { ok: true; claims: SealClaims } | { ok: false; reason: string };
+type OpenedSeal = { ok: true; claims: SealClaims } | { ok: false; reason: string };
 
 /**
  * Checks that `body` carries a seal made with one of `payloadKeys` (by key id) over exactly this

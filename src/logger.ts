@@ -17,7 +17,7 @@ const SECRET_HEADERS = [
   '["webhook-signature"]',
 ];
 
-export const REDACTED_PATHS = [
+const REDACTED_PATHS = [
   ...['body', 'rawBody', 'text', 'payload', 'message.text', 'token', 'secret', 'accessToken'].flatMap(
     (path) => [path, `*.${path}`],
   ),

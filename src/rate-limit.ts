@@ -2,7 +2,7 @@
 // memory: enough to turn a guessing loop into a trickle on each receiver without a round trip to
 // PostgreSQL per request. N receivers allow N times the limit, which is still a trickle.
 
-export interface AttemptLimit {
+interface AttemptLimit {
   /** Attempts allowed per key within one window. */
   attempts: number;
   windowMs: number;

@@ -40,7 +40,7 @@ export interface SlackReplySettings {
 }
 
 /** Whether replyflow answered (or is answering) the chat message whose reply has this key on `target`. */
-export type AnswerLookup = (target: string, businessKey: string) => Promise<boolean>;
+type AnswerLookup = (target: string, businessKey: string) => Promise<boolean>;
 
 /**
  * Whether the default route answers this event (DESIGN.md §2, "Default routes"). Slack: a mention, a
@@ -206,7 +206,7 @@ const fileSchema = z
 type StepSpec = z.infer<typeof stepSchema>;
 type WhenSpec = z.infer<typeof whenSchema>;
 
-export interface Route {
+interface Route {
   name: string;
   provider: string;
   eventTypes: string[];
@@ -252,7 +252,7 @@ export function workerRouteChecks(
 }
 
 /** A checked route file: its routes and endpoints when it has no problem, else every problem. */
-export interface RouteFileCheck {
+interface RouteFileCheck {
   set?: RouteSet;
   problems: string[];
 }

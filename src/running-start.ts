@@ -21,7 +21,7 @@ const runningStartSchema = z.object({
   temporalUi: z.url().optional(),
 });
 
-export type RunningStart = z.infer<typeof runningStartSchema>;
+type RunningStart = z.infer<typeof runningStartSchema>;
 
 /** A running start as its file describes it, and where that file is (for errors that name it). */
 export type FoundStart = RunningStart & { file: string };

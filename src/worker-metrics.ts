@@ -15,9 +15,9 @@ import type { AcksFirst } from './temporal/acks-first';
 import { TenantLabels, withTenant } from './tenants/metric-label';
 
 /** The states an effect is recorded in that an operator cares about. */
-export type EffectOutcome = 'succeeded' | 'held' | 'failed' | 'discarded' | 'skipped';
+type EffectOutcome = 'succeeded' | 'held' | 'failed' | 'discarded' | 'skipped';
 /** Who settled an effect: the send protocol itself, or an operator's decision. */
-export type SettledBy = 'worker' | 'operator';
+type SettledBy = 'worker' | 'operator';
 
 /** Effect states that are not final: counted from the effects table at every scrape. */
 const OPEN_STATES = ['claimed', 'sending', 'retry_wait', 'unknown', 'held', 'failed'] as const;
@@ -167,7 +167,7 @@ export function gateMetrics(registry: Registry, gate: Pick<AcksFirst, 'underPres
   });
 }
 
-export interface MetricsServer {
+interface MetricsServer {
   /** Where this machine scrapes it. */
   url: string;
   /** The address it really listens on, `host:port`. */

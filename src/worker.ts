@@ -61,7 +61,7 @@ export function installRuntime(options: {
   if (bindAddress) sdkMetricsUrl = `http://${bindAddress}/metrics`;
 }
 
-export function deliveryPolicy(config: Config): DeliveryPolicy {
+function deliveryPolicy(config: Config): DeliveryPolicy {
   return {
     maxAttempts: config.SEND_MAX_ATTEMPTS,
     maxElapsedMs: config.SEND_MAX_ELAPSED,
@@ -72,7 +72,7 @@ export function deliveryPolicy(config: Config): DeliveryPolicy {
   };
 }
 
-export interface WorkerHandle {
+interface WorkerHandle {
   worker: Worker;
   /** Its connection to Temporal, lent to a receiver in the same process for eager starts. */
   connection: NativeConnection;
@@ -85,7 +85,7 @@ export interface WorkerHandle {
   stop(): Promise<void>;
 }
 
-export interface WorkerSetup {
+interface WorkerSetup {
   config: Config;
   pool: Pool;
   temporalAddress: string;

@@ -14,7 +14,7 @@ import {
 } from '@temporalio/workflow';
 import { releaseTurnSignal, requestTurnSignal, type TurnRequest, turnGrantedSignal } from './messages';
 
-export interface TurnsState {
+interface TurnsState {
   queue?: TurnRequest[];
   /** Requests already granted, so a late retry of one is not granted twice (bounded). */
   served?: string[];

@@ -38,7 +38,7 @@ import type { RunView } from './run-view';
  * (order kept by the effects table, the send an activity task), `local` (the same, the send a local
  * activity inside the workflow task, which also records the event's outcome when it is the last step).
  */
-export type SendPath = 'turns' | 'one-task' | 'local';
+type SendPath = 'turns' | 'one-task' | 'local';
 
 /**
  * Runs started since: an effect row found held, failed or discarded when this run claims it (a run a

@@ -30,7 +30,7 @@ export interface EffectContext {
  * no effect row exists and nothing was sent. `effectId` is not a row's: it is the hold decisions are
  * bound to, `plan:<planning attempt>`, so that a decision counts for one failed plan only.
  */
-export interface PlanContext {
+interface PlanContext {
   kind: 'plan';
   effectId: string;
   /** What alerts name for it: `event:<provider>:<event id>` (no business key was planned). */

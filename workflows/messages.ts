@@ -46,7 +46,7 @@ export interface DecisionInput {
 }
 
 /** The signal payloads of runs started before decisions were updates (kept so their histories replay). */
-export interface ResolveSignal {
+interface ResolveSignal {
   action: ResolveAction;
   operator: string;
   reason: string;
@@ -56,13 +56,13 @@ export interface ResolveSignal {
   requestId?: string;
 }
 
-export interface ApproveSignal {
+interface ApproveSignal {
   approver: string;
   reason: string;
   requestId?: string;
 }
 
-export interface ReprocessSignal {
+interface ReprocessSignal {
   operator: string;
   reason: string;
   requestId?: string;

@@ -58,7 +58,7 @@ export function actionOf(message: OperatorMessage): string {
   return message.signal === 'resolve' ? String(p?.action ?? '(missing)') : message.signal;
 }
 
-export interface JudgeContext {
+interface JudgeContext {
   state: ReplyState;
   /** What a decision answers now (RunView.hold). */
   hold?: string;

@@ -21,7 +21,7 @@ export interface EventResult {
 }
 
 /** The status view without what the run and the operator desk add when asked. */
-export type RunDetails = Omit<StatusView, 'state' | 'operatorHistory'>;
+type RunDetails = Omit<StatusView, 'state' | 'operatorHistory'>;
 
 type Shown = { key: (typeof SHOWN_KEYS)[number]; value: string | number };
 const SHOWN_KEYS = [

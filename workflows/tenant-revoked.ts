@@ -6,7 +6,7 @@ import { sleep } from '@temporalio/workflow';
 import { announcer } from './activity-stubs';
 
 /** How long after the revocation the held runs are told again, by default. */
-export const REVOCATION_SETTLE_MS = 5 * 60_000;
+const REVOCATION_SETTLE_MS = 5 * 60_000;
 
 export async function tenantRevoked(input: { tenant: string; settleMs?: number }): Promise<{ told: number }> {
   const first = await announcer.announceRevocation({ tenant: input.tenant });

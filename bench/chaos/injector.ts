@@ -82,7 +82,7 @@ export interface InjectorOptions {
   downMs: number;
 }
 
-export const ARMED_FAULTS: SandboxFault[] = [
+const ARMED_FAULTS: SandboxFault[] = [
   'drop-after-commit',
   'error-500',
   'unavailable-503',

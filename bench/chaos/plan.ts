@@ -18,8 +18,7 @@ export function seededRandom(seed: number): Random {
 }
 
 const between = (random: Random, low: number, high: number) => low + (high - low) * random();
-export const pick = <T>(random: Random, items: readonly T[]): T =>
-  items[Math.floor(random() * items.length)]!;
+const pick = <T>(random: Random, items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
 
 export interface Delivery {
   eventId: string;
@@ -30,7 +29,7 @@ export interface Delivery {
   receiver: number;
 }
 
-export interface PlannedEvent {
+interface PlannedEvent {
   eventId: string;
   conversationId: string;
   messageId: string;
@@ -55,7 +54,7 @@ export interface Plan {
   sendWindowMs: number;
 }
 
-export interface PlanOptions {
+interface PlanOptions {
   /** Distinct event ids, second ids included. */
   events: number;
   /** Deliveries of each event id (1 = no duplicates). */

@@ -25,7 +25,7 @@ const SETTLED = new Set([
 const AWAITING_OPERATOR = ['held', 'failed', 'awaiting_approval'];
 
 /** Which flavours must hold when a fault hits their send: the target can then neither dedupe nor find it. */
-export const HOLDS_ON: Record<SandboxFault, SandboxMode[]> = {
+const HOLDS_ON: Record<SandboxFault, SandboxMode[]> = {
   'drop-after-commit': ['sandbox-blind'],
   'error-500': ['sandbox-blind', 'sandbox-lookup'],
   slow: ['sandbox-blind'],
@@ -35,7 +35,7 @@ export const HOLDS_ON: Record<SandboxFault, SandboxMode[]> = {
 /** A send cut off by a crash holds only where the target cannot dedupe on our key. */
 const CRASH_HOLDS_ON: SandboxMode[] = ['sandbox-blind', 'sandbox-lookup'];
 
-export interface HeldItem {
+interface HeldItem {
   businessKey: string;
   workflowId: string;
   flavour: SandboxMode | 'unknown';
@@ -45,7 +45,7 @@ export interface HeldItem {
 }
 
 /** A 503 answer and the disruption it fell in, if any. */
-export interface UnavailableAnswer {
+interface UnavailableAnswer {
   atMs: number;
   /** Which process answered: `replyflow start N` or `receiver N`. */
   receiver: string;
@@ -58,7 +58,7 @@ export interface UnavailableAnswer {
  * A workflow task that a `replyflow start` had started eagerly (its receiver started the workflow,
  * its worker took the first task) and that was still in flight when the process was SIGKILLed.
  */
-export interface EagerTakeover {
+interface EagerTakeover {
   workflowId: string;
   killedPid: number;
   /**

@@ -10,7 +10,7 @@ import { errorMessage } from '../../src/failures';
 import { signStandardWebhook } from '../../src/providers/standard-webhooks';
 import type { Delivery } from './plan';
 
-export interface SenderJob {
+interface SenderJob {
   deliveries: Delivery[];
   receiverUrls: string[];
   secret: string;
@@ -24,7 +24,7 @@ export interface SenderJob {
   requestTimeoutMs: number;
 }
 
-export interface EventTally {
+interface EventTally {
   /** Answers by status (`202`, `200`, `503`, …) and transport failures (`error`, `timeout`). */
   answers: Record<string, number>;
   acked: boolean;
@@ -46,7 +46,7 @@ export interface SenderReport {
   failedAt: number[];
 }
 
-export type SenderMessage =
+type SenderMessage =
   | { kind: 'progress'; done: number; total: number }
   | { kind: 'done'; report: SenderReport };
 
@@ -144,7 +144,7 @@ async function runJob(job: SenderJob, progress: (done: number) => void): Promise
   };
 }
 
-export interface SenderProcess {
+interface SenderProcess {
   child: ChildProcess;
   /** Deliveries finished so far (acknowledged or given up). */
   done(): number;

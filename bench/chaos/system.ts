@@ -44,10 +44,10 @@ function npmStartNodeArgs(): string[] {
 export const SYSTEM_SECRET = `whsec_${randomBytes(24).toString('base64')}`;
 /** What the workers present to the sandbox target API on the receivers. */
 const SYSTEM_SANDBOX_TOKEN = randomBytes(24).toString('base64url');
-export const SYSTEM_ENCRYPTION_KEY = Buffer.alloc(32, 11).toString('base64');
-export const SYSTEM_TASK_QUEUE = 'replyflow';
+const SYSTEM_ENCRYPTION_KEY = Buffer.alloc(32, 11).toString('base64');
+const SYSTEM_TASK_QUEUE = 'replyflow';
 
-export interface SystemOptions {
+interface SystemOptions {
   receivers: number;
   workers: number;
   /**
@@ -482,7 +482,7 @@ export function rssMiB(pid: number): number {
   return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? Number.NaN) / 1024;
 }
 
-export function logTail(file: string, lines = 15): string {
+function logTail(file: string, lines = 15): string {
   try {
     return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
   } catch {

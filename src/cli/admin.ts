@@ -26,7 +26,7 @@ export interface AdminSession {
   close(): Promise<void>;
 }
 
-export function openAdminSession(io: CliIo): AdminSession {
+function openAdminSession(io: CliIo): AdminSession {
   const { env, runningStart } = cliEnvironment(io.env);
   const config = loadAdminConfig(env);
   let pool: Pool | undefined;
@@ -49,7 +49,7 @@ export function openAdminSession(io: CliIo): AdminSession {
  * embedded PostgreSQL `replyflow start` runs under the data dir. DATABASE_URL itself never counts:
  * it is the application role's.
  */
-export function adminDatabaseUrl(config: AdminConfig, runningStart?: FoundStart): string {
+function adminDatabaseUrl(config: AdminConfig, runningStart?: FoundStart): string {
   if (config.REPLYFLOW_ADMIN_DATABASE_URL) return config.REPLYFLOW_ADMIN_DATABASE_URL;
   const dir = path.join(config.REPLYFLOW_DATA_DIR, 'postgres');
   let local: string | undefined;

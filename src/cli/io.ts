@@ -3,7 +3,7 @@
 import { createInterface } from 'node:readline/promises';
 import { Writable } from 'node:stream';
 
-export interface Output {
+interface Output {
   write(text: string): unknown;
   isTTY?: boolean;
 }
@@ -125,7 +125,7 @@ export function formatAge(ms: number): string {
   return `${Math.floor(s / 86_400)}d`;
 }
 
-export interface Progress {
+interface Progress {
   /** Clears the bar so a line can be printed where it was; the next update draws it again. */
   clear(): void;
   update(done: number): void;

@@ -14,7 +14,7 @@ import type { ItemResult, SelectionItem } from '../operator/selection';
 import type { WorkItem } from '../operator/workflows';
 import { OperatorApiError } from './errors';
 
-export interface Whoami {
+interface Whoami {
   operator: string;
   roles: OperatorRole[];
   /** Present when the operator works for these tenants only. */

@@ -88,7 +88,7 @@ export function openSession(io: CliIo): Session {
  * replyflow's base URL for the CLI: REPLYFLOW_URL; else the receiver of REPLYFLOW_CODEC_URL (the
  * setting before, a receiver's `/codec`); else the receiver `replyflow start` runs on this machine.
  */
-export function replyflowUrl(config: Config): string {
+function replyflowUrl(config: Config): string {
   if (config.REPLYFLOW_URL) return config.REPLYFLOW_URL.replace(/\/+$/, '');
   if (!config.REPLYFLOW_CODEC_URL) return `http://127.0.0.1:${config.PORT}`;
   // The receiver's part of the URL: everything before its codec path (a proxy may add a prefix).
@@ -106,7 +106,7 @@ export function replyflowUrl(config: Config): string {
  * Which setting gave replyflow's URL, as the CLI's errors name it: the variable, or the running start
  * that told it, or the default on PORT.
  */
-export function replyflowUrlOrigin(config: Config, runningStart?: FoundStart): string {
+function replyflowUrlOrigin(config: Config, runningStart?: FoundStart): string {
   if (runningStart) return `REPLYFLOW_URL from ${startInWords(runningStart)}`;
   if (config.REPLYFLOW_URL) return 'REPLYFLOW_URL';
   if (config.REPLYFLOW_CODEC_URL) return 'REPLYFLOW_CODEC_URL';
@@ -126,7 +126,7 @@ function startInWords(start: FoundStart): string {
  * DATABASE_URL, else the embedded PostgreSQL of `replyflow start` under the data dir, as the
  * application's role (src/embedded/postgres.ts).
  */
-export function databaseUrl(config: Config, runningStart?: FoundStart): string {
+function databaseUrl(config: Config, runningStart?: FoundStart): string {
   if (config.DATABASE_URL) return config.DATABASE_URL;
   const dir = path.join(config.REPLYFLOW_DATA_DIR, 'postgres');
   const url = runningClusterUrl(dir);

@@ -24,11 +24,11 @@ const run = promisify(execFile);
 const SCRIPTS = path.join(PROJECT_ROOT, 'deploy', 'temporal');
 
 /** `Name=Type …` as the compose namespace job takes it (test/deploy keeps compose's list equal to this). */
-export const SEARCH_ATTRIBUTES_SPEC = ALL_SEARCH_ATTRIBUTES.map(
+const SEARCH_ATTRIBUTES_SPEC = ALL_SEARCH_ATTRIBUTES.map(
   (key) => `${key.name}=${key.type === 'INT' ? 'Int' : 'Keyword'}`,
 ).join(' ');
 
-export interface ClusterOptions {
+interface ClusterOptions {
   /** Logs go under it (`logs/temporal-node-N.log`). */
   dir: string;
   database: TemporalDatabase;

@@ -10,7 +10,7 @@ import { type Cluster, startCluster, type TemporalDatabase, temporalDatabaseFrom
 import { installTemporalServer, TEMPORAL_SERVER_VERSION } from './install';
 import { startClusterPostgres } from './postgres';
 
-export interface ClusterCommandOptions {
+interface ClusterCommandOptions {
   /** The frontend port clients use (the balancer). */
   port: number;
   nodes: number;
@@ -25,7 +25,7 @@ const STOP_TIMEOUT_MS = 30_000;
 
 const withoutPassword = (url: string) => url.replace(/:\/\/([^:@/]*):[^@/]*@/, '://$1:***@');
 
-export interface RunningCluster {
+interface RunningCluster {
   cluster: Cluster;
   /** replyflow's own database on the same PostgreSQL (embedded only). */
   replyflowDatabaseUrl?: string;
@@ -34,7 +34,7 @@ export interface RunningCluster {
 }
 
 /** Everything `replyflow cluster` starts: PostgreSQL unless given, then the cluster on it. */
-export async function startClusterCommand(
+async function startClusterCommand(
   options: ClusterCommandOptions,
   log: (line: string) => void,
 ): Promise<RunningCluster> {

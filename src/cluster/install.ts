@@ -18,9 +18,9 @@ const COMMANDS = [
 ] as const;
 
 /** One directory per version: a changed pin builds anew instead of reusing an older binary. */
-export const SERVER_DIR = path.join(TOOLS_DIR, `temporal-server-${TEMPORAL_SERVER_VERSION}`);
+const SERVER_DIR = path.join(TOOLS_DIR, `temporal-server-${TEMPORAL_SERVER_VERSION}`);
 
-export interface TemporalServerBinaries {
+interface TemporalServerBinaries {
   /** `temporal-server start --config-file …` */
   server: string;
   /** `temporal-sql-tool`: creates the databases and applies the schema versions. */
@@ -41,7 +41,7 @@ export function installCommand(): string {
   return `go install ${COMMANDS.map((c) => `${c.pkg}@v${TEMPORAL_SERVER_VERSION}`).join(' ')}`;
 }
 
-export interface InstallResult {
+interface InstallResult {
   binaries: TemporalServerBinaries;
   /** False when they were already there and nothing was built. */
   built: boolean;

@@ -39,7 +39,7 @@ interface NodePorts {
  * The last lines of a log, each cut short in the middle: the server's error lines carry whole
  * dependency chains, and the cause (such as "address already in use") is at their end.
  */
-export function logTail(file: string, lines = 8): string {
+function logTail(file: string, lines = 8): string {
   try {
     return readFileSync(file, 'utf8')
       .trimEnd()
@@ -219,7 +219,7 @@ export class TemporalNode {
 }
 
 /** True when the frontend's gRPC health check says SERVING. */
-export async function frontendServes(address: string): Promise<boolean> {
+async function frontendServes(address: string): Promise<boolean> {
   const connection = await Connection.connect({ address, connectTimeout: 1000 });
   try {
     const { status } = await connection.withDeadline(Date.now() + 2000, () =>

@@ -5,7 +5,7 @@
 import pg from 'pg';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from '../embedded/postgres';
 
-export const CLUSTER_MAX_CONNECTIONS = 300;
+const CLUSTER_MAX_CONNECTIONS = 300;
 
 /** Starts the embedded PostgreSQL in `dir`; the first time, raises max_connections and restarts it. */
 export async function startClusterPostgres(dir: string): Promise<EmbeddedPostgres> {

@@ -4,7 +4,7 @@
 // every other delivery, in the same run or in a run a reset started, is a replay.
 import type { Pool } from './pool';
 
-export interface DecisionUse<V> {
+interface DecisionUse<V> {
   requestId: string;
   workflowId: string;
   /** `<run id>/<update:id | signal:n>`: a retry of the same check names the same delivery. */
@@ -19,7 +19,7 @@ export interface DecisionUse<V> {
 }
 
 /** The verdict of a request's delivery: its own (first use or a retried check), or a replay. */
-export type UseResult<V> = { kind: 'first' | 'retried'; verdict: V } | { kind: 'replayed' };
+type UseResult<V> = { kind: 'first' | 'retried'; verdict: V } | { kind: 'replayed' };
 
 export function createDecisionRequests(pool: Pool) {
   return {

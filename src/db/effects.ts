@@ -11,7 +11,7 @@ import { type Pool, withClient } from './pool';
  * status. `failed` never overwrites `sending`: a spent retry budget says nothing about whether the
  * last attempt reached the target, and `prepareResend` must still see that its outcome is unknown.
  */
-export const EFFECT_STEPS = {
+const EFFECT_STEPS = {
   /** A send attempt marks the row `sending` under its lease (`sending`/`unknown` only when resend-safe). */
   takeLease: { from: ['claimed', 'retry_wait', 'sending', 'unknown'], to: 'sending' },
   /** An earlier attempt's lease expired without a result, and the target does not dedupe: it may have sent. */
@@ -34,7 +34,7 @@ export const EFFECT_STEPS = {
   moveToRetry: { from: ['held', 'failed', 'unknown', 'sending', 'retry_wait'], to: 'retry_wait' },
 } as const satisfies Record<string, { from: readonly EffectStatus[]; to: EffectStatus }>;
 
-export type EffectStep = keyof typeof EFFECT_STEPS;
+type EffectStep = keyof typeof EFFECT_STEPS;
 
 /** Takes a new lease on row $1 for $2 ms (if `condition` holds); its token is the row's new attempt count. */
 const takeLeaseSql = (
@@ -60,13 +60,13 @@ export type LeaseResult =
   | { kind: 'missing' };
 
 /** What a lease owner learnt from the target, to record with `settle`. */
-export type Settlement =
+type Settlement =
   | { step: 'settleRetry'; delayMs: number; errorClass: string; error: string }
   | { step: 'settleFailed'; error: string }
   | { step: 'settleUnknown'; error: string };
 
 /** A recorded change: which target, how old the effect was (for the outcome metrics), its attempts so far. */
-export interface Recorded {
+interface Recorded {
   target: string;
   /** The tenant whose credential the send uses (the step's destination.tenant when it was claimed). */
   tenant?: string;
@@ -75,7 +75,7 @@ export interface Recorded {
 }
 
 /** The row as a resend sees it before deciding (prepareResend). */
-export interface ResendView {
+interface ResendView {
   status: EffectStatus;
   /** Send attempts so far (each lease is one): what a hold is numbered by. */
   attempts: number;
@@ -89,7 +89,7 @@ export interface ResendView {
   settled: boolean;
 }
 
-export type ClaimOutcome =
+type ClaimOutcome =
   | { kind: 'inserted' }
   | { kind: 'existing'; effectId: string; status: EffectStatus; workflowId: string; attempts: number };
 

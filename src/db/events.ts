@@ -4,7 +4,7 @@ import { parseTenant } from '../tenants/tenant-id';
 import type { Pool } from './pool';
 
 /** The fields of an inbound event the ledger keeps (never its content). */
-export interface LedgerEvent {
+interface LedgerEvent {
   provider: string;
   eventId: string;
   workflowId: string;
@@ -18,7 +18,7 @@ export interface LedgerEvent {
 }
 
 /** Whose work a workflow is, as its event's ledger row says (the row its own input wrote). */
-export type WorkTenant =
+type WorkTenant =
   /** No row (yet) for that workflow: an unknown id, or a run that has not recorded its event. */
   | { recorded: false }
   /** `tenant` absent: an event without one, or recorded before tenants were (migration 017). */

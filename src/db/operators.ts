@@ -8,7 +8,7 @@ import { OperatorAccountError } from './errors';
 import type { Pool } from './pool';
 
 /** Operator names: short, lower-case, safe in logs and audit rows. */
-export const OPERATOR_NAME = /^[a-z0-9][a-z0-9._-]{0,62}$/;
+const OPERATOR_NAME = /^[a-z0-9][a-z0-9._-]{0,62}$/;
 const TOKEN_PREFIX = 'rfo_';
 
 export interface OperatorAccount {
@@ -30,7 +30,7 @@ const hashOf = (token: string) => createHash('sha256').update(token, 'utf8').dig
 const newToken = () => `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
 
 /** Every role given includes `view`: whoever may decide must be able to see what they decide on. */
-export function validRoles(roles: readonly string[]): OperatorRole[] {
+function validRoles(roles: readonly string[]): OperatorRole[] {
   const unknown = roles.filter((r) => !(OPERATOR_ROLES as readonly string[]).includes(r));
   if (unknown.length > 0)
     throw new OperatorAccountError(
@@ -40,7 +40,7 @@ export function validRoles(roles: readonly string[]): OperatorRole[] {
 }
 
 /** The tenants as given, each a well-formed tenant id, without repeats; null (every tenant) stays null. */
-export function validTenants(tenants: readonly string[] | null): string[] | null {
+function validTenants(tenants: readonly string[] | null): string[] | null {
   if (tenants === null) return null;
   const bad = tenants.filter((t) => !parseTenant(t));
   if (bad.length > 0)

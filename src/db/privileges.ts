@@ -7,7 +7,7 @@ import type pg from 'pg';
 import { ApplicationRoleError } from './errors';
 
 /** Tables where the application role gets less than SELECT, INSERT, UPDATE and DELETE. */
-export const APPLICATION_ROLE_LIMITS: Readonly<Record<string, readonly string[]>> = {
+const APPLICATION_ROLE_LIMITS: Readonly<Record<string, readonly string[]>> = {
   /** Accounts are the admin's (`replyflow operator …`); the codec server and the workflow only read them. */
   operators: ['SELECT'],
   /** A used decision stays used: deleting or rewriting one would let it count again. */

@@ -5,7 +5,7 @@
 import type pg from 'pg';
 import type { Pool } from './pool';
 
-export interface SandboxMessageRow {
+interface SandboxMessageRow {
   id: string;
   author: 'user' | 'bot';
   text: string;
@@ -16,7 +16,7 @@ export interface SandboxMessageRow {
   createdAt: Date;
 }
 
-export interface BotReplyInput {
+interface BotReplyInput {
   conversationId: string;
   text: string;
   slack?: unknown;

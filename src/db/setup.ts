@@ -7,14 +7,14 @@ import { type Pool, withClient } from './pool';
 import { grantApplicationRole, refuseUnsafeRole } from './privileges';
 import { registerSealKeys, type SealKeyChanges } from './seal-keys';
 
-export interface SetupOptions {
+interface SetupOptions {
   /** The role receivers and workers connect as; unset: grant nothing (it is the admin's own role). */
   appRole?: string;
   /** The payload keys by id (current and decryption keys); unset: leave the seal keys as they are. */
   payloadKeys?: Readonly<Record<string, Buffer>>;
 }
 
-export interface SetupReport {
+interface SetupReport {
   migrated: string[];
   sealKeys?: SealKeyChanges;
 }

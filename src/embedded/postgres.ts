@@ -34,7 +34,7 @@ export interface EmbeddedPostgres {
   stop(): Promise<void>;
 }
 
-export interface EmbeddedPostgresOptions {
+interface EmbeddedPostgresOptions {
   /** Directory for the cluster; created and initialised on first use. */
   dir: string;
   /** 0 picks a free port. */
@@ -63,7 +63,7 @@ interface Credentials {
   app: string;
 }
 
-export interface RunAs {
+interface RunAs {
   uid: number;
   gid: number;
 }

@@ -31,14 +31,14 @@ import { reconcile } from './reconcile';
 import { planReprocess, reprocessItem } from './selection';
 import { listWork } from './workflows';
 
-export const OPERATOR_API_PATH = '/operator';
+const OPERATOR_API_PATH = '/operator';
 
 /**
  * The longest one request waits for a verdict. A decision that takes longer is waited for again by
  * its update id (GET …/updates/:updateId): no proxy in front of the receiver (the compose gateway
  * reads with a 30 s timeout) cuts a quiet request off.
  */
-export const LONGEST_WAIT_MS = 20_000;
+const LONGEST_WAIT_MS = 20_000;
 
 /** What every refusal answers: a message for the operator, and a code the CLI turns into its exit code. */
 export interface ApiError {
@@ -54,7 +54,7 @@ export interface DecisionAnswer extends DecisionOutcome {
   operator: string;
 }
 
-export interface OperatorApiOptions {
+interface OperatorApiOptions {
   config: Config;
   pool: Pool;
   /** The codec server's: its gate authenticates operators, its codec and status lookup seal decisions. */
@@ -64,7 +64,7 @@ export interface OperatorApiOptions {
   logger: Logger;
 }
 
-export interface OperatorApi {
+interface OperatorApi {
   router: express.Router;
   /** Cancels what the API still waits on in Temporal, then closes its connection. */
   close(): Promise<void>;

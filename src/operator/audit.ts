@@ -17,7 +17,7 @@ export interface AuditEntry {
   requestId: string | null;
 }
 
-export interface AuditFilter {
+interface AuditFilter {
   workflowId?: string;
   actor?: string;
   since?: Date;
@@ -71,7 +71,7 @@ export async function listAudit(pool: Pool, filter: AuditFilter = {}): Promise<A
   }));
 }
 
-export interface CliAction {
+interface CliAction {
   actor: string;
   action: string;
   /** A workflow id, `conversation:<key>`, or what else the command touches (e.g. `ledger`). */

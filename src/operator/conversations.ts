@@ -5,7 +5,7 @@ import type { Pool } from '../db/pool';
 
 export type ConversationAction = 'handoff' | 'handback' | 'close' | 'reopen';
 
-export interface ConversationDecision {
+interface ConversationDecision {
   action: ConversationAction;
   /** `<provider>:<conversation id>`, as in the conversations table. */
   conversationKey: string;

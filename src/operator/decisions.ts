@@ -51,7 +51,7 @@ export function validateRequest(request: DecisionRequest): void {
 }
 
 /** Why the workflow cannot take this request in its current state, or undefined when it can. */
-export function refusalFor(request: DecisionRequest, current: WorkflowStatus): string | undefined {
+function refusalFor(request: DecisionRequest, current: WorkflowStatus): string | undefined {
   const { state } = current.status;
   if (current.execution !== 'RUNNING')
     return `${current.workflowId} is closed (${current.execution.toLowerCase()}, state ${state}): nothing awaits a decision`;
@@ -108,7 +108,7 @@ export async function updateVerdict(result: Promise<string>): Promise<string> {
   }
 }
 
-export interface DecideOptions {
+interface DecideOptions {
   workflowId: string;
   request: DecisionRequest;
   /** How long to wait for the verdict. @default 60s */

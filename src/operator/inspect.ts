@@ -6,7 +6,7 @@ import { type AuditEntry, listAudit } from './audit';
 import { type WorkflowStatus, workflowStatus } from './workflows';
 
 /** An effect row as operators see it; `last_error` is a classified summary, never message text. */
-export interface EffectView {
+interface EffectView {
   id: string;
   target: string;
   businessKey: string;

@@ -6,7 +6,7 @@ import { purgeSandboxWords } from '../db/sandbox-messages';
 import { OperatorInputError } from './errors';
 
 /** Stripe retries live events for up to 3 days; GitHub redelivers by hand within 3 days (PROVIDERS.md). */
-export const LONGEST_REDELIVERY_WINDOW_MS = 3 * 86_400_000;
+const LONGEST_REDELIVERY_WINDOW_MS = 3 * 86_400_000;
 
 export interface PurgeReport {
   /** Everything received before this lost its payload. */

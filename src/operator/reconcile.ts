@@ -10,35 +10,35 @@ import type { Pool } from '../db/pool';
 import { listWork, type WorkItem } from './workflows';
 
 /** A timed-out send is retried within the send retry policy's longest interval (10 min); after that it is stuck. */
-export const LEASE_SLACK_MS = 10 * 60_000;
+const LEASE_SLACK_MS = 10 * 60_000;
 /** The alert activity's retries end well within this; a held item older than it should have its alert. */
-export const ALERT_SLACK_MS = 5 * 60_000;
+const ALERT_SLACK_MS = 5 * 60_000;
 
-export interface MissingWorkflow {
+interface MissingWorkflow {
   provider: string;
   eventId: string;
   workflowId: string;
   receivedAt: string;
 }
 
-export interface NoOutcome extends MissingWorkflow {
+interface NoOutcome extends MissingWorkflow {
   why: string;
 }
 
-export interface ExpiredLease {
+interface ExpiredLease {
   effectId: string;
   workflowId: string;
   businessKey: string;
   leaseExpiresAt: string | null;
 }
 
-export interface UnalertedHeld {
+interface UnalertedHeld {
   workflowId: string;
   businessKey?: string;
 }
 
 /** A held effect whose workflow no longer waits for a decision. */
-export interface UnwatchedHold {
+interface UnwatchedHold {
   effectId: string;
   workflowId: string;
   businessKey: string;
@@ -68,7 +68,7 @@ export interface ReconcileReport {
   consistent: boolean;
 }
 
-export interface ReconcileOptions {
+interface ReconcileOptions {
   client: Client;
   pool: Pool;
   namespace: string;

@@ -56,7 +56,7 @@ async function check(client: Client, pool: Pool, workflowId: string, integration
 }
 
 /** Whose work a selection may take: an operator's tenants (null: every tenant), and one asked for. */
-export interface SelectionScope {
+interface SelectionScope {
   tenants: string[] | null;
   tenant?: string;
 }
@@ -87,7 +87,7 @@ export interface ItemResult {
   updateId?: string;
 }
 
-export interface ItemOptions {
+interface ItemOptions {
   reason: string;
   /** How long to wait for the workflow's verdict. @default 60s */
   waitMs?: number;

@@ -85,7 +85,7 @@ function isInvalidArgument(err: unknown): boolean {
   return [err, cause].some((e) => isGrpcServiceError(e) && e.code === 3);
 }
 
-export interface WorkFilter {
+interface WorkFilter {
   integration?: string;
   /** Only work of this tenant (validated: a well-formed tenant id). */
   tenant?: string;
@@ -96,7 +96,7 @@ export interface WorkFilter {
 }
 
 /** The visibility query for held (including awaiting approval) or failed work. */
-export function workQuery(kind: 'held' | 'failed', filter: WorkFilter = {}): string {
+function workQuery(kind: 'held' | 'failed', filter: WorkFilter = {}): string {
   const parts = [kind === 'held' ? 'ReplyState IN ("held", "awaiting_approval")' : 'ReplyState = "failed"'];
   if (filter.integration) parts.push(`Integration = ${quote(filter.integration)}`);
   if (filter.tenant) parts.push(tenantClause([filter.tenant]));
@@ -114,7 +114,7 @@ export function quote(value: string): string {
  * `Tenant = "…"` (or `IN (…)`) for tenant ids, each checked to be one first: a value that is not a
  * tenant id never reaches the query. @throws OperatorInputError naming the first that is not.
  */
-export function tenantClause(tenants: readonly string[]): string {
+function tenantClause(tenants: readonly string[]): string {
   const bad = tenants.find((t) => !parseTenant(t));
   if (bad !== undefined || tenants.length === 0)
     throw new OperatorInputError(
@@ -167,7 +167,7 @@ export interface WorkflowStatus {
 }
 
 /** How long a status query may take before an operator is told that no worker answered. */
-export const QUERY_TIMEOUT_MS = 15_000;
+const QUERY_TIMEOUT_MS = 15_000;
 
 /**
  * Describes the workflow and asks its `status` query. An unknown id is bad input; a query nobody

@@ -26,7 +26,7 @@ export class WebhookPayloadError extends Error {
 }
 
 /** One problem in a request body, in zod's shape: path and message, never the offending value. */
-export interface PayloadIssue {
+interface PayloadIssue {
   code: string;
   path: (string | number)[];
   message: string;

@@ -10,7 +10,7 @@ import { standardWebhooksProvider } from './standard-webhooks';
 import { stripeProvider } from './stripe';
 import type { WebhookProvider } from './types';
 
-export interface ProviderDeps {
+interface ProviderDeps {
   /** Where the GitHub provider remembers signed bodies (its replay guard). */
   githubBodies: SignedBodyLedger;
   /** Per-tenant credentials: LINE channel secrets by destination. */

@@ -19,7 +19,7 @@ import {
 } from './types';
 
 /** A reply token is single-use and valid for about a minute after the event. */
-export const LINE_REPLY_TOKEN_TTL_MS = 60_000;
+const LINE_REPLY_TOKEN_TTL_MS = 60_000;
 
 /**
  * Verifies `x-line-signature` (base64 HMAC-SHA256 of the raw body with the channel secret) with

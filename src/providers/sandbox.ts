@@ -13,7 +13,7 @@ const sandboxId = z.string().regex(/^[\w-]{1,64}$/, 'letters, digits, - and _, a
  * answer with blocks) or a LINE-style one (`line` fields, quick replies). The sandbox shows both.
  */
 export const SANDBOX_STYLES = ['slack', 'line'] as const;
-export type SandboxStyle = (typeof SANDBOX_STYLES)[number];
+type SandboxStyle = (typeof SANDBOX_STYLES)[number];
 
 /** What every chat event of the page carries: the conversation and its own id, … */
 const chatIds = { conversationId: sandboxId, messageId: sandboxId };
@@ -25,7 +25,7 @@ const chatFields = {
   sentAt: z.iso.datetime(),
 };
 
-export const sandboxMessageSchema = z.object({
+const sandboxMessageSchema = z.object({
   type: z.literal('message'),
   ...chatIds,
   text: z.string().min(1).max(4000),
@@ -34,7 +34,7 @@ export const sandboxMessageSchema = z.object({
 });
 
 /** `/weather tokyo` typed in a Slack-style chat: Slack's slash command, `text` its arguments. */
-export const sandboxSlashCommandSchema = z.object({
+const sandboxSlashCommandSchema = z.object({
   type: z.literal('slash_command'),
   ...chatIds,
   command: z.string().regex(/^\/[\w-]{1,32}$/, 'a slash and a name, e.g. /weather'),
@@ -70,13 +70,13 @@ export const sandboxPostbackSchema = z.object({
 });
 
 /** The person asks for a human (`handoff`) or ends the chat (`close`): state changes, no reply. */
-export const sandboxConversationEventSchema = z.object({
+const sandboxConversationEventSchema = z.object({
   type: z.enum(['handoff', 'close']),
   conversationId: sandboxId,
   sentAt: z.iso.datetime(),
 });
 
-export const sandboxEventSchema = z.discriminatedUnion('type', [
+const sandboxEventSchema = z.discriminatedUnion('type', [
   sandboxMessageSchema,
   sandboxSlashCommandSchema,
   sandboxBlockActionsSchema,
@@ -117,10 +117,10 @@ export function sandboxStyle(event: SandboxChatEvent): SandboxStyle {
  * How far `sentAt` may stray from the time the event arrived. The conversation orders events by it, so
  * a far-future `sentAt` would make every later message look older and freeze the conversation.
  */
-export const SANDBOX_CLOCK_SKEW_MS = 5 * 60_000;
+const SANDBOX_CLOCK_SKEW_MS = 5 * 60_000;
 
 /** `sentAt` held within SANDBOX_CLOCK_SKEW_MS of `receivedAt`, as ISO 8601. */
-export function clampSentAt(sentAt: string, receivedAt: Date): string {
+function clampSentAt(sentAt: string, receivedAt: Date): string {
   const now = receivedAt.getTime();
   const clamped = Math.min(
     Math.max(Date.parse(sentAt), now - SANDBOX_CLOCK_SKEW_MS),

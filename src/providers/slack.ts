@@ -17,7 +17,7 @@ import {
 } from './types';
 
 /** Slack rejects requests whose timestamp is more than five minutes from now, either way. */
-export const SLACK_TIMESTAMP_TOLERANCE_SECONDS = 300;
+const SLACK_TIMESTAMP_TOLERANCE_SECONDS = 300;
 
 function slackSignature(secret: string, timestamp: string, body: Buffer | string): string {
   return `v0=${createHmac('sha256', secret).update(`v0:${timestamp}:`).update(body).digest('hex')}`;
@@ -153,7 +153,7 @@ function botUsers(envelope: unknown): string[] {
  * thread (`threadTs`: the parent's ts; `parentIsBot`: the bot posted the parent), or it is a plain
  * message in a channel.
  */
-export type SlackAddressing = { channel: string } & (
+type SlackAddressing = { channel: string } & (
   | { kind: 'mention' | 'direct' | 'channel' }
   | { kind: 'thread'; threadTs: string; parentIsBot: boolean }
 );
@@ -261,7 +261,7 @@ const revocationEvent = z.looseObject({
 });
 
 /** Which installation an event says is gone, and why; undefined for every other event. */
-export function slackRevocation(event: InboundEvent): { tenant: string; reason: string } | undefined {
+function slackRevocation(event: InboundEvent): { tenant: string; reason: string } | undefined {
   if (event.provider !== 'slack' || !event.tenant) return undefined;
   const parsed = revocationEvent.safeParse((event.payload as { event?: unknown })?.event);
   if (!parsed.success) return undefined;

@@ -7,7 +7,7 @@ import { epochSeconds, epochToIso, parseJson, validate } from './parse';
 import { header, type ProviderResult, type RequestContext, type WebhookProvider } from './types';
 
 /** Stripe's own default: a signature older than five minutes is a replay. */
-export const STRIPE_TOLERANCE_SECONDS = 300;
+const STRIPE_TOLERANCE_SECONDS = 300;
 
 /**
  * Verifies `Stripe-Signature` with the `stripe` package: any `v1` that matches passes (so a rolled

@@ -20,13 +20,13 @@ import { TemporalDeadlineError, TemporalUnavailableError } from './errors';
 import { type EventStarter, type StartOutcome, storageProblem } from './start-event';
 
 /** Whether each dependency answered its readiness probe, and what to do about those that did not. */
-export interface Readiness {
+interface Readiness {
   checks: Record<'temporal' | 'postgres' | 'searchAttributes', boolean>;
   /** One actionable sentence per failed check that has more to say than "down" (e.g. a command to run). */
   problems: string[];
 }
 
-export interface ReceiverDeps {
+interface ReceiverDeps {
   providers: WebhookProvider[];
   starter: EventStarter;
   readiness: () => Promise<Readiness>;

@@ -10,7 +10,7 @@ import { Failure } from '../failures';
 import { isRefusedPayload } from '../model';
 import { UnknownPayloadKeyError } from '../temporal/errors';
 
-export type ExistingRun =
+type ExistingRun =
   | { ours: true }
   | {
       ours: false;

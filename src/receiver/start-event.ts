@@ -33,7 +33,7 @@ export type StartOutcome = 'accepted' | 'duplicate';
  * default (the server's limit.blobSize.error), which would otherwise surface as a 503 the sender
  * retries forever. The margin covers the codec's envelope.
  */
-export const MAX_EVENT_BYTES = 2_000_000;
+const MAX_EVENT_BYTES = 2_000_000;
 
 /** Why an event can never become a workflow's input, as the answer to give, or undefined when it can. */
 export function storageProblem(event: InboundEvent): { status: 400 | 413; error: string } | undefined {

@@ -22,7 +22,7 @@ const SLACK_FIELDS = ['blocks', 'where', 'response_type', 'replace_original'] as
 /** Fields that belong to LINE's message objects. */
 const LINE_FIELDS = ['type', 'quickReply'] as const;
 
-export type TargetFamily = 'slack' | 'line' | 'sandbox' | 'other';
+type TargetFamily = 'slack' | 'line' | 'sandbox' | 'other';
 
 /**
  * Which message shape a target takes: Slack's, LINE's, either (the sandbox shows both, so that one

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { errorMessage } from '../failures';
 import type { Responder } from './types';
 
-export const faqFileSchema = z.object({
+const faqFileSchema = z.object({
   entries: z
     .array(
       z.object({
@@ -19,7 +19,7 @@ export const faqFileSchema = z.object({
   fallback: z.string().min(1).max(4000),
 });
 
-export type FaqFile = z.infer<typeof faqFileSchema>;
+type FaqFile = z.infer<typeof faqFileSchema>;
 
 export const DEFAULT_FAQ: FaqFile = {
   entries: [

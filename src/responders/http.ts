@@ -8,7 +8,7 @@ import { toBotEvent } from './bot-event';
 import { PermanentResponderError } from './errors';
 import type { Responder } from './types';
 
-export interface HttpResponderOptions {
+interface HttpResponderOptions {
   url: string;
   timeoutMs: number;
   /** Sent as `Authorization: Bearer …` when set. */

@@ -22,9 +22,9 @@ import { signStandardWebhook } from '../providers/standard-webhooks';
 import { SANDBOX_CONSISTENCY_DELAY_MS } from '../targets/sandbox';
 import { sandboxPage } from './page';
 
-export { SANDBOX_FAULTS, type SandboxFault } from '../model';
+export type { SandboxFault } from '../model';
 
-export interface SandboxOptions {
+interface SandboxOptions {
   pool: Pool;
   /** The secret the sandbox provider verifies; the page's messages are signed with it server-side. */
   webhookSecret: string;
@@ -102,7 +102,7 @@ const conversationEventSchema = z.object({
 });
 
 /** Where the reply to one of the page's messages stands, in the words the page shows. */
-export type ReplyProgress =
+type ReplyProgress =
   | 'received'
   | 'sending'
   | 'checking'
@@ -140,7 +140,7 @@ export function pageMessageId(secret: string, conversationId: string, rowId: str
 }
 
 /** Who the page's person is, to the bot (BotEvent `user`). */
-export const SANDBOX_USER = 'sandbox-user';
+const SANDBOX_USER = 'sandbox-user';
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 

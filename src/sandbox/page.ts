@@ -3,7 +3,7 @@
 // It plays Slack (blocks with buttons, slash commands) or LINE (quick reply chips, postbacks), so a
 // bot can be tried in both shapes without an account. Plain HTML and a little script; no build step.
 // Everything a bot sent is shown through textContent and attributes set one by one, never as markup.
-export interface SandboxPageOptions {
+interface SandboxPageOptions {
   temporalUiUrl?: string;
   namespace: string;
 }

@@ -10,7 +10,7 @@ export const TOKEN_REFRESH_MARGIN_MS = 5 * 60_000;
 /** One token request's bound: a hung request must not hold every send for its installation. */
 const TOKEN_REQUEST_TIMEOUT_MS = 10_000;
 
-export interface GithubAppOptions {
+interface GithubAppOptions {
   /** GITHUB_APP_ID. */
   appId: string;
   /** GITHUB_APP_PRIVATE_KEY: PEM, PKCS#1 (as GitHub generates it) or PKCS#8. */

@@ -10,7 +10,7 @@ import { classifyStatus, classifyTransportError } from './http-errors';
 import { type LookupRequest, messageText, parseRetryAfter, type TargetAdapter } from './types';
 
 /** GitHub documents no read-after-write delay for comment lists; we look twice, this far apart. */
-export const GITHUB_CONSISTENCY_DELAY_MS = 10_000;
+const GITHUB_CONSISTENCY_DELAY_MS = 10_000;
 
 /** Pages read per lookup (100 comments each): a bound, not an expectation. */
 const MAX_LOOKUP_PAGES = 30;
@@ -20,7 +20,7 @@ export function effectMarker(effectId: string): string {
   return `<!-- replyflow-effect: ${effectId} -->`;
 }
 
-export interface GithubTargetOptions {
+interface GithubTargetOptions {
   /** GITHUB_TOKEN: for steps that name no installation. */
   token?: string;
   /** The GitHub App's installation tokens (GITHUB_APP_ID and its key): for steps that name one. */
@@ -260,7 +260,7 @@ function rateLimited(status: number, headers: Headers, what: string): TargetErro
  * @octokit/request reports an answer as a RequestError with `status` and `response`, a transport
  * failure with `status` and no response; anything else failed before a request (the JWT).
  */
-export function classifyTokenRefusal(err: unknown, installationId: string): TargetError {
+function classifyTokenRefusal(err: unknown, installationId: string): TargetError {
   if (err instanceof TargetError) return err;
   const { status, response } = err as { status?: unknown; response?: { headers?: Record<string, string> } };
   if (typeof status !== 'number')

@@ -27,7 +27,7 @@ export interface HttpEndpoint {
 }
 
 /** The name under which an endpoint's target registers. */
-export function httpTargetName(endpoint: string): string {
+function httpTargetName(endpoint: string): string {
   return `http:${endpoint}`;
 }
 

@@ -17,7 +17,7 @@ import type { TargetAdapter } from './types';
 
 export type TargetRegistry = ReadonlyMap<string, TargetAdapter>;
 
-export interface TargetDeps {
+interface TargetDeps {
   /** Per-tenant credentials (Slack installations, LINE channels): a step's `destination.tenant` picks one. */
   tenants?: TenantDirectory;
   /** Where a refreshed Slack token is stored over the one it replaces (tenant_credentials' `replaceSecret`). */

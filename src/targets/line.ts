@@ -28,7 +28,7 @@ const MESSAGES_PER_REQUEST = 5;
 /** A reply token this close to its expiry is not worth the round trip: push instead. */
 const REPLY_TOKEN_MARGIN_MS = 2000;
 
-export interface LineTargetOptions {
+interface LineTargetOptions {
   /** LINE_CHANNEL_ACCESS_TOKEN: the one channel, or the one for destinations without their own. */
   channelAccessToken?: string;
   /** The channels by destination (TENANTS_FILE, the tenant store). */
@@ -220,7 +220,7 @@ function isInvalidReplyToken(err: unknown): boolean {
  * `pushed`: the failed request was a push with our retry key (safe to resend on unknown outcome).
  * `messages`: the objects it sent, so that a 400 can name the one LINE refused.
  */
-export function classifyLineError(
+function classifyLineError(
   err: unknown,
   signal: AbortSignal,
   pushed: boolean,

@@ -8,7 +8,7 @@ import { classifyStatus, classifyTransportError } from './http-errors';
 import { messageText, type TargetAdapter } from './types';
 
 /** Where Slack's response URLs live (`https://hooks.slack.com/commands/…`, `…/actions/…`, `…/app/…`). */
-export const SLACK_RESPONSE_URL_PREFIX = 'https://hooks.slack.com/';
+const SLACK_RESPONSE_URL_PREFIX = 'https://hooks.slack.com/';
 
 /** What Slack answers a response_url that can no longer be used: 30 minutes passed, or 5 uses. */
 const SPENT_URL_ERRORS = new Set(['expired_url', 'used_url']);
@@ -17,7 +17,7 @@ const SPENT_FIX =
   'the response_url expired (30 minutes) or was used 5 times: Slack accepts no more answers through it; ' +
   'discard the reply, or answer in the channel instead';
 
-export interface SlackResponseTargetOptions {
+interface SlackResponseTargetOptions {
   /**
    * Also accepted besides hooks.slack.com: SLACK_API_URL's origin, so that a fake Slack in tests (or a
    * proxy in front of Slack) takes the answers too.

@@ -10,16 +10,16 @@ import { parseTenant } from '../tenants/tenant-id';
 import { TargetError } from './errors';
 
 /** A token this close to its expiry is refreshed before use: a send attempt lasts well under this. */
-export const SLACK_REFRESH_MARGIN_MS = 5 * 60_000;
+const SLACK_REFRESH_MARGIN_MS = 5 * 60_000;
 
 type Credential = NonNullable<Awaited<ReturnType<TenantDirectory['credential']>>>;
 
 /** The token a call uses, and where it came from (what a refusal's fix names). */
-export type SlackToken =
+type SlackToken =
   | { kind: 'shortcut'; token: string }
   | { kind: 'installation'; token: string; tenant: string; credential: Credential };
 
-export interface SlackTokenDeps {
+interface SlackTokenDeps {
   /** SLACK_BOT_TOKEN. */
   fallbackToken?: string;
   /** Installations, read fresh for every call. */

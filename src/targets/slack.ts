@@ -12,10 +12,10 @@ import { type LookupRequest, messageText, type TargetAdapter } from './types';
 export const SLACK_METADATA_EVENT_TYPE = 'replyflow_effect';
 
 /** Slack documents no read-after-write delay for history; we look twice, this far apart. */
-export const SLACK_CONSISTENCY_DELAY_MS = 10_000;
+const SLACK_CONSISTENCY_DELAY_MS = 10_000;
 
 /** The gap Slack asks for between two posts to one channel. */
-export const SLACK_CHANNEL_INTERVAL_MS = 1000;
+const SLACK_CHANNEL_INTERVAL_MS = 1000;
 
 /** Pages read per lookup (up to 999 messages each): a bound, not an expectation. */
 const MAX_LOOKUP_PAGES = 50;
@@ -64,7 +64,7 @@ const MAYBE_APPLIED_ERRORS = new Set(['internal_error', 'fatal_error']);
 /** `ok:false` errors that mean "not processed, try later". */
 const RETRYABLE_ERRORS = new Set(['ratelimited', 'service_unavailable', 'request_timeout']);
 
-export interface SlackTargetOptions {
+interface SlackTargetOptions {
   /** Which bot token each call uses (src/targets/slack-tokens.ts): the step's team's, or SLACK_BOT_TOKEN. */
   tokens: SlackTokens;
   /** SLACK_API_URL, e.g. `https://slack.com/api/`. */

@@ -2,7 +2,7 @@
 // classifies its errors; the orchestrator does the rest. Library-level retries are always off.
 import type { ErrorClass, MessageBody, StepPlan, TargetCapabilities } from '../model';
 
-export type { ErrorClass, TargetCapabilities };
+export type { ErrorClass };
 
 export interface SendRequest {
   /** Our effect id: sent as the idempotency key (where supported) and as lookup metadata. */
@@ -45,7 +45,7 @@ export interface TargetAdapter {
 }
 
 /** A paced destination: requests with the same key leave `intervalMs` apart, from every worker. */
-export interface Pace {
+interface Pace {
   key: string;
   intervalMs: number;
 }

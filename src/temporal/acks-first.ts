@@ -17,7 +17,7 @@ import type {
   WorkflowSlotInfo,
 } from '@temporalio/worker';
 
-export interface AcksFirstOptions {
+interface AcksFirstOptions {
   /**
    * A start slower than this is pressure: well below WEBHOOK_START_DEADLINE_MS. Against a Temporal
    * whose fastest starts are slower (a remote cluster), three times the fastest of the last minute,

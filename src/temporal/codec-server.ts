@@ -42,7 +42,7 @@ const DECISIONS = ['resolve', 'approve', 'reprocess'];
  * What a workflow shows of itself (its `status` query): its state and the hold a decision would
  * answer, if one awaits it. `undefined`: no such workflow.
  */
-export type StatusLookup = (workflowId: string) => Promise<{ state: string; hold?: string } | undefined>;
+type StatusLookup = (workflowId: string) => Promise<{ state: string; hold?: string } | undefined>;
 
 /**
  * Failed token checks (sign-in form, bearer tokens) one source address may make per
@@ -55,13 +55,13 @@ export const FAILED_SIGN_INS_PER_SOURCE = 30;
  * more often than a person does is being used by something else. The token itself keeps working.
  */
 export const SIGN_INS_PER_OPERATOR = 10;
-export const SIGN_IN_WINDOW_MS = 10 * 60_000;
+const SIGN_IN_WINDOW_MS = 10 * 60_000;
 
 /**
  * Authenticates operators by their token for the codec server and the operator API alike, and stops
  * a source address that keeps presenting wrong tokens: one budget across both, per receiver.
  */
-export class OperatorGate {
+class OperatorGate {
   readonly failures = new AttemptCounter({
     attempts: FAILED_SIGN_INS_PER_SOURCE,
     windowMs: SIGN_IN_WINDOW_MS,
@@ -201,7 +201,7 @@ const payloadsBody = z.object({ payloads: z.array(jsonPayload) });
 const { Payloads } = temporal.api.common.v1;
 
 /** Who a browser session belongs to, and until when. */
-export interface SessionClaims {
+interface SessionClaims {
   /** The session's row (codec_sessions): signing out revokes it. */
   sessionId: string;
   operator: string;

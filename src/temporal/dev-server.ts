@@ -33,12 +33,12 @@ export const DEV_SQLITE_PRAGMAS = ['journal_mode=wal', 'synchronous=normal'];
  * request's Host can be, so the API refuses everything (403) and nothing of replyflow uses it. The
  * CLI cannot turn it off; Nexus's routes on the same port skip this check, the blocked port does not.
  */
-export const HTTP_API_OFF = 'no host: the HTTP API is off';
+const HTTP_API_OFF = 'no host: the HTTP API is off';
 
 /** Starting again after a port picked for a listener was taken in the meantime by another process. */
 const START_ATTEMPTS = 3;
 
-export interface DevServerOptions {
+interface DevServerOptions {
   /** SQLite file; omit for an in-memory server (tests). */
   dbFile?: string;
   /** `PRAGMA=VALUE` for the file store. @default DEV_SQLITE_PRAGMAS */

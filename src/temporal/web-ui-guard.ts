@@ -9,7 +9,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebUiGuardListenError } from './errors';
 
-export interface WebUiGuardOptions {
+interface WebUiGuardOptions {
   /** Where operators open the UI: the banner's port, on 127.0.0.1. */
   port: number;
   /** The UI server itself, on 127.0.0.1. */
@@ -27,7 +27,7 @@ export interface WebUiGuard {
 }
 
 /** The Host headers a browser sends for the UI's own addresses (no port for 80, as browsers omit it). */
-export function uiHosts(port: number): string[] {
+function uiHosts(port: number): string[] {
   const names = ['127.0.0.1', 'localhost'];
   return names.flatMap((name) => (port === 80 ? [name, `${name}:80`] : [`${name}:${port}`]));
 }

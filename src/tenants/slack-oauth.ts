@@ -61,7 +61,7 @@ export function authorizeUrl(settings: SlackOAuthSettings, state: string): strin
 }
 
 /** An installation as tenant_credentials stores it (src/db/tenant-credentials.ts `put`). */
-export interface SlackInstallation {
+interface SlackInstallation {
   /** `slack:T…`, or `slack:E…` for an org-wide install. */
   tenant: string;
   secret: { botToken: string; refreshToken?: string };

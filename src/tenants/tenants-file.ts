@@ -32,7 +32,6 @@ export type LineChannelSecret = z.infer<typeof lineChannelSecret>;
 
 /** The secret a Slack team's credential holds when it is given by hand (file, `replyflow tenant add`). */
 export const slackTeamSecret = z.object({ botToken: z.string().min(1) });
-export type SlackTeamSecret = z.infer<typeof slackTeamSecret>;
 
 const envName = z
   .string()

@@ -15,7 +15,7 @@ import { type TestOperator, testOperator } from '../helpers/operators';
 import { database, TEST_ENCRYPTION_KEY } from '../helpers/servers';
 import { silentLogger, startTestWorker, testConfig } from '../helpers/system';
 
-export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const CHROMIUM_FLAGS = [
   '--headless',
   '--no-sandbox',
@@ -27,7 +27,7 @@ const CHROMIUM_FLAGS = [
   '--disable-quic',
 ];
 /** The UI is a single-page app on a busy 2-core machine: every wait is on UI state, and generous. */
-export const UI_TIMEOUT_MS = 60_000;
+const UI_TIMEOUT_MS = 60_000;
 const SCREENSHOTS = path.resolve(__dirname, '..', '..', 'docs', 'img');
 
 export interface Browser {

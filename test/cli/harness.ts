@@ -47,7 +47,7 @@ const ADMIN_COMMANDS = new Set(['operator', 'purge', 'tenant']);
  * The environment a CLI user would set to reach the test system for `argv`; `as` puts that
  * operator's token in it. Only the admin's commands are given a database.
  */
-export async function cliEnv(
+async function cliEnv(
   argv: string[],
   as?: TestOperator,
   extra: Record<string, string | undefined> = {},
@@ -75,7 +75,7 @@ export async function adminEnv(
   return { REPLYFLOW_ADMIN_DATABASE_URL: (await database()).adminUrl, ...extra };
 }
 
-export interface InProcessOptions {
+interface InProcessOptions {
   /** Acts as this operator (its token in REPLYFLOW_OPERATOR_TOKEN). */
   as?: TestOperator;
   env?: Record<string, string | undefined>;

@@ -49,7 +49,7 @@ export const clusterPostgres = once(async (): Promise<EmbeddedPostgres> => {
   return postgres;
 });
 
-export interface ClusterCommandRun {
+interface ClusterCommandRun {
   child: ChildProcess;
   /** The balancer: what replyflow's TEMPORAL_ADDRESS is set to. */
   frontend: string;

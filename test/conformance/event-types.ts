@@ -30,7 +30,7 @@ type GitHubEventType<K extends keyof WebhookEventMap> = WebhookEventMap[K] exten
 export type github = { [K in keyof WebhookEventMap]: GitHubEventType<K> }[keyof WebhookEventMap];
 `;
 
-export type SdkProvider = 'github' | 'line' | 'slack' | 'stripe';
+type SdkProvider = 'github' | 'line' | 'slack' | 'stripe';
 
 /**
  * What the SDK types list beside the events but never becomes an event of ours, so no route can wait

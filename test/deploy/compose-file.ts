@@ -6,10 +6,10 @@ import { parse } from 'yaml';
 import { PROJECT_ROOT } from '../../src/temporal/binaries';
 import { InterpolationError } from './errors';
 
-export const COMPOSE_FILE = path.join(PROJECT_ROOT, 'docker-compose.yml');
-export const ENV_EXAMPLE_FILE = path.join(PROJECT_ROOT, '.env.example');
+const COMPOSE_FILE = path.join(PROJECT_ROOT, 'docker-compose.yml');
+const ENV_EXAMPLE_FILE = path.join(PROJECT_ROOT, '.env.example');
 
-export interface ComposeService {
+interface ComposeService {
   image?: string;
   build?: { context: string; target?: string };
   command?: string[];
@@ -23,7 +23,7 @@ export interface ComposeService {
   restart?: string;
 }
 
-export interface ComposeFile {
+interface ComposeFile {
   services: Record<string, ComposeService>;
   [key: string]: unknown;
 }
@@ -43,7 +43,7 @@ export function readEnvExample(): Map<string, string> {
   return entries;
 }
 
-export interface Reference {
+interface Reference {
   name: string;
   /** `-` / `:-` default, `?` / `:?` required, `+` / `:+` alternative; undefined for a plain `${NAME}`. */
   operator?: string;

@@ -1,7 +1,7 @@
 // The one way tests wait: ask the system again (a query, a row, a scrape, what a fake received) until
 // the answer holds. Each call is an observation, never a sleep standing in for one.
 
-export interface EventuallyOptions<T> {
+interface EventuallyOptions<T> {
   /** When the observation is the one waited for. @default not undefined, null or false */
   until?: (value: T) => boolean;
   /** @default 30_000 */

@@ -3,7 +3,7 @@
 import http from 'node:http';
 import { type Listening, listenLocally } from './fakes/base';
 
-export type Behaviour =
+type Behaviour =
   | 'accept'
   /** Commit the reply, then destroy the socket before answering: the lost response. */
   | 'accept-then-drop'
@@ -17,7 +17,7 @@ export type Behaviour =
   /** Commit and answer after a delay (a slow but successful target). */
   | { delayMs: number };
 
-export interface RecordedRequest {
+interface RecordedRequest {
   at: number;
   /** When the answer was written (accepted sends only). */
   answeredAt?: number;

@@ -46,7 +46,7 @@ export async function twoOperators(): Promise<{ asker: TestOperator; approver: T
   return { asker, approver };
 }
 
-export interface SealOptions {
+interface SealOptions {
   issuedAt?: number;
   requestId?: string;
   /** Another key (base64), to forge. */

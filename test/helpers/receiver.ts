@@ -61,7 +61,7 @@ export async function startTestSystem(options: { config: Config; logger?: Logger
   };
 }
 
-export interface ReceiverSuite {
+interface ReceiverSuite {
   receiver: ReceiverHandle;
   temporal: TemporalClient;
   client: Client;

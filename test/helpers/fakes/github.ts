@@ -9,7 +9,7 @@ import { generateKeyPairSync, type KeyObject, randomBytes, verify } from 'node:c
 import type http from 'node:http';
 import { type Answer, FakeApi, type Fault, type Recorded, send } from './base';
 
-export interface GithubComment {
+interface GithubComment {
   id: number;
   issue: string;
   body: string;
@@ -21,7 +21,7 @@ const COMMENTS = /^\/repos\/([^/]+)\/([^/]+)\/issues\/(\d+)\/comments$/;
 const ACCESS_TOKENS = /^\/app\/installations\/([^/]+)\/access_tokens$/;
 
 /** A GitHub App as its settings page gives it: an App ID and a private key (PKCS#1 PEM, like GitHub's .pem). */
-export interface TestGithubApp {
+interface TestGithubApp {
   id: string;
   privateKey: string;
   publicKey: KeyObject;

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type http from 'node:http';
 import { type Answer, FakeApi, type Recorded, send } from './base';
 
-export interface LineDelivery {
+interface LineDelivery {
   to: string;
   via: 'reply' | 'push';
   /** The first message object's text ('' when it has none). */

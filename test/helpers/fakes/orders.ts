@@ -5,7 +5,7 @@
 import type http from 'node:http';
 import { type Answer, FakeApi, type Recorded, send } from './base';
 
-export interface OrderRecord {
+interface OrderRecord {
   id: string;
   collection: string;
   key?: string;

@@ -16,7 +16,7 @@ import { type Answer, FakeApi, type Fault, type Recorded, send } from './base';
 const ROTATED_TOKEN_SECONDS = 43_200;
 
 /** A workspace the fake can install the app in. */
-export interface FakeTeam {
+interface FakeTeam {
   id: string;
   name: string;
   /** Set: an org-wide install of this Enterprise Grid organisation (team is then null). */
@@ -35,7 +35,7 @@ interface IssuedToken {
   revoked?: boolean;
 }
 
-export interface SlackMessage {
+interface SlackMessage {
   channel: string;
   ts: string;
   thread_ts?: string;
