@@ -12,7 +12,7 @@ import { createEventLedger } from '../src/db/events';
 import { DECISION_TTL_MS, openSeal, type SealClaims } from '../src/decision-seal';
 import { isRefusedPayload, type OperatorRole } from '../src/model';
 import { tenantRefusal } from '../src/tenants/operator-scope';
-import type { DecisionName } from '../workflows/messages';
+import { DECISIONS, type DecisionName, RESOLVE_ACTIONS } from '../workflows/messages';
 import type { ActivityDeps } from './deps';
 
 export interface VerifyInput {
@@ -44,8 +44,8 @@ const SKEW_MS = 60_000;
 
 /** The role a decision needs: asking for a resend and approving it are different roles. */
 export function roleFor(decision: DecisionName, action: unknown): OperatorRole | undefined {
-  if (decision !== 'resolve') return decision;
-  return action === 'mark-sent' || action === 'resend' || action === 'discard' ? action : undefined;
+  if (!DECISIONS[decision].takesAction) return decision as Exclude<DecisionName, 'resolve'>;
+  return RESOLVE_ACTIONS.find((known) => known === action);
 }
 
 export function decisionActivities({ operators, payloadKeys, pool }: ActivityDeps) {
