@@ -1,6 +1,7 @@
 // docs/architecture.md is the map of the tree: every path it names in backticks exists, and every
 // folder of the repository's top level, of src/, activities/ and workflows/ is named in it (as
-// `folder/`), so that a folder added, moved or removed fails here until the map says so.
+// `folder/`), so that a folder added, moved or removed fails here until the map says so. The names of
+// code it quotes (`awaitDecision`, `EFFECT_STEPS`) are found in the code, so that a rename does too.
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -43,6 +44,26 @@ function concrete(target: string): string {
   return cut === -1 ? target : path.dirname(`${target.slice(0, cut)}x`);
 }
 
+/** The text of the code the map may quote names from. */
+function codeText(): string {
+  const files = ['src', 'activities', 'workflows', 'model', 'scripts']
+    .flatMap((dir) => [dir, ...foldersUnder(dir)])
+    .flatMap((dir) =>
+      readdirSync(path.join(ROOT, dir))
+        .filter((name) => /\.(ts|pml|sql|sh)$/.test(name))
+        .map((name) => path.join(ROOT, dir, name)),
+    );
+  return [...files, path.join(ROOT, 'biome.json')].map((file) => readFileSync(file, 'utf8')).join('\n');
+}
+
+/** Backticked code names: camelCase (`awaitDecision`, `OperatorDesk.endIfRevoked`), PascalCase, CONSTANTS. */
+function namedIdentifiers(text: string): string[] {
+  const quoted = [...text.matchAll(/`([A-Za-z_][A-Za-z0-9_.]*)(?:\(\))?`/g)].map(([, q]) => q!);
+  return [...new Set(quoted)].filter((q) =>
+    /[a-z][A-Z]|^[A-Z][a-z]+[A-Z]|^[A-Z][A-Z0-9]*_[A-Z0-9_]+$/.test(q),
+  );
+}
+
 describe('docs/architecture.md, the map of the tree', () => {
   it('names only paths that exist', () => {
     const paths = namedPaths(MAP);
@@ -60,6 +81,20 @@ describe('docs/architecture.md, the map of the tree', () => {
       required.filter((folder) => !MAP.includes(`\`${folder}/\``)),
       [],
     );
+  });
+
+  it('quotes only names the code has', () => {
+    const code = codeText();
+    const names = namedIdentifiers(MAP);
+    assert.ok(names.length > 30, `found ${names.length} names`);
+    assert.deepEqual(
+      names.filter((name) => !name.split('.').every((part) => code.includes(part))),
+      [],
+    );
+    assert.deepEqual(namedIdentifiers('`awaitOperator` and `plain` and `EFFECT_STEPS`'), [
+      'awaitOperator',
+      'EFFECT_STEPS',
+    ]);
   });
 
   it('counts a folder as named only with its own path, and a missing path as missing', () => {
