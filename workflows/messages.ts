@@ -1,8 +1,7 @@
-// The messages workflows exchange: operator decisions to an event workflow (each payload one JSON
-// object, so that the Temporal Web UI's "Send a Signal" form can carry it; the CLI sends the same
-// shapes), its status query, and the turn signals between event workflows and their conversation's
-// turns workflow (workflows/conversation.ts).
-
+// The messages workflows exchange: operator decisions to an event workflow (listed once, in DECISIONS;
+// each payload one JSON object, so that the Temporal Web UI's "Send a Signal" form can carry it; the
+// CLI sends the same shapes), its status query, and the turn signals between event workflows and
+// their conversation's turns workflow (workflows/conversation.ts).
 import type { UpdateDefinition } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate, type SignalDefinition } from '@temporalio/workflow';
 
