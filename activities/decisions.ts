@@ -12,10 +12,10 @@ import { createEventLedger } from '../src/db/events';
 import { DECISION_TTL_MS, openSeal, type SealClaims } from '../src/decision-seal';
 import { isRefusedPayload, type OperatorRole } from '../src/model';
 import { tenantRefusal } from '../src/tenants/operator-scope';
-import type { DecisionName } from '../workflows/messages';
+import { DECISIONS, type DecisionName, RESOLVE_ACTIONS } from '../workflows/messages';
 import type { ActivityDeps } from './deps';
 
-interface VerifyInput {
+export interface VerifyInput {
   decision: DecisionName;
   payload: unknown;
   workflowId: string;
@@ -24,13 +24,13 @@ interface VerifyInput {
 }
 
 /** The body the workflow judges: the decision's own fields, nothing the seal or the transport added. */
-interface VerifiedBody {
+export interface VerifiedBody {
   action?: string;
   reason?: unknown;
   externalId?: unknown;
 }
 
-type Verified =
+export type Verified =
   /** `hold`: the hold the decision answers (absent only in the histories of runs started before). */
   | { ok: true; operator: string; requestId: string; hold?: string; body: VerifiedBody }
   /**
@@ -43,9 +43,9 @@ type Verified =
 const SKEW_MS = 60_000;
 
 /** The role a decision needs: asking for a resend and approving it are different roles. */
-function roleFor(decision: DecisionName, action: unknown): OperatorRole | undefined {
-  if (decision !== 'resolve') return decision;
-  return action === 'mark-sent' || action === 'resend' || action === 'discard' ? action : undefined;
+export function roleFor(decision: DecisionName, action: unknown): OperatorRole | undefined {
+  if (!DECISIONS[decision].takesAction) return decision as Exclude<DecisionName, 'resolve'>;
+  return RESOLVE_ACTIONS.find((known) => known === action);
 }
 
 export function decisionActivities({ operators, payloadKeys, pool }: ActivityDeps) {

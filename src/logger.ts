@@ -2,27 +2,31 @@
 // careless `log.info({ req })` cannot leak them; callers log identifiers, not payloads. A line written
 // inside a span carries its trace_id and span_id (docs/runbook.md, "Traces").
 import pino from 'pino';
+import { PROVIDERS } from './providers/registry';
+import { TARGETS } from './targets/registry';
 import { traceFields } from './tracing';
 
-/** Request headers that carry credentials or signatures. */
+/**
+ * Request headers that carry credentials or signatures: our own (operator tokens, codec sessions),
+ * each provider's signature headers and each target's credential headers, from their registries.
+ */
 const SECRET_HEADERS = [
-  'authorization',
-  'cookie',
-  '["x-api-key"]',
-  '["x-slack-signature"]',
-  '["x-line-signature"]',
-  '["x-hub-signature"]',
-  '["x-hub-signature-256"]',
-  '["stripe-signature"]',
-  '["webhook-signature"]',
+  ...new Set([
+    'authorization',
+    'cookie',
+    'x-api-key',
+    ...PROVIDERS.flatMap((p) => p.signatureHeaders),
+    ...TARGETS.flatMap((t) => t.secretHeaders),
+  ]),
 ];
 
-const REDACTED_PATHS = [
+export const REDACTED_PATHS = [
   ...['body', 'rawBody', 'text', 'payload', 'message.text', 'token', 'secret', 'accessToken'].flatMap(
     (path) => [path, `*.${path}`],
   ),
   ...SECRET_HEADERS.flatMap((h) => {
-    const path = h.startsWith('[') ? `headers${h}` : `headers.${h}`;
+    // pino's paths take a name with a dash in brackets.
+    const path = /^[a-z_]+$/.test(h) ? `headers.${h}` : `headers["${h}"]`;
     return [path, `*.${path}`];
   }),
 ];

@@ -11,7 +11,6 @@ import {
   continueAsNew,
   currentUpdateInfo,
   patched,
-  type SignalDefinition,
   setHandler,
   uuid4,
   workflowInfo,
@@ -25,14 +24,11 @@ import { ConversationLine } from './conversation-line';
 import { EffectAttempt } from './effect-attempt';
 import { ParkExpiredError } from './errors';
 import {
-  approveSignal,
-  approveUpdate,
-  type DecisionName,
+  DECISION_NAMES,
+  DECISION_SIGNALS,
+  DECISION_UPDATES,
+  DECISIONS,
   type ReplyState,
-  reprocessSignal,
-  reprocessUpdate,
-  resolveSignal,
-  resolveUpdate,
   statusQuery,
   tenantRevokedSignal,
   turnGrantedSignal,
@@ -133,23 +129,9 @@ export async function handleEvent(event: InboundEvent, resumed?: Resumed): Promi
     setHandler(turnGrantedSignal, (grant) => {
       if (!isRefusedPayload(grant)) return line.onGranted(grant.requestId);
     });
-  const decisions: [DecisionName, typeof resolveUpdate, SignalDefinition<[unknown]>, string][] = [
-    [
-      'resolve',
-      resolveUpdate,
-      resolveSignal,
-      'Decide a held or failed item: {"workflowId","action":"mark-sent"|"resend"|"discard","reason","externalId"?}',
-    ],
-    [
-      'approve',
-      approveUpdate,
-      approveSignal,
-      'Approve a pending resend (a different operator from the one who asked): {"workflowId","reason"}',
-    ],
-    ['reprocess', reprocessUpdate, reprocessSignal, 'Run failed work again: {"workflowId","reason"}'],
-  ];
-  for (const [name, update, signal, shape] of decisions) {
-    const description = `${shape}. Sealed by the codec server for the operator logged in there; answers Accepted, or fails with the reason it was rejected.`;
+  for (const name of DECISION_NAMES) {
+    const [update, signal] = [DECISION_UPDATES[name], DECISION_SIGNALS[name]];
+    const description = `${DECISIONS[name].shape}. Sealed by the codec server for the operator logged in there; answers Accepted, or fails with the reason it was rejected.`;
     setHandler(
       update,
       async (input) =>

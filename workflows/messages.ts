@@ -1,8 +1,9 @@
-// The messages workflows exchange: operator decisions to an event workflow (each payload one JSON
-// object, so that the Temporal Web UI's "Send a Signal" form can carry it; the CLI sends the same
-// shapes), its status query, and the turn signals between event workflows and their conversation's
-// turns workflow (workflows/conversation.ts).
-import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+// The messages workflows exchange: operator decisions to an event workflow (listed once, in DECISIONS;
+// each payload one JSON object, so that the Temporal Web UI's "Send a Signal" form can carry it; the
+// CLI sends the same shapes), its status query, and the turn signals between event workflows and
+// their conversation's turns workflow (workflows/conversation.ts).
+import type { UpdateDefinition } from '@temporalio/common';
+import { defineQuery, defineSignal, defineUpdate, type SignalDefinition } from '@temporalio/workflow';
 
 export type ReplyState =
   | 'received'
@@ -16,10 +17,64 @@ export type ReplyState =
   | 'duplicate'
   | 'stale';
 
-export type ResolveAction = 'mark-sent' | 'resend' | 'discard';
+/** What a `resolve` does with held or failed work. */
+export const RESOLVE_ACTIONS = ['mark-sent', 'resend', 'discard'] as const;
+export type ResolveAction = (typeof RESOLVE_ACTIONS)[number];
 
-/** The three operator decisions: the names of their updates (and of the signals runs started before use). */
-export type DecisionName = 'resolve' | 'approve' | 'reprocess';
+/** One operator decision as every layer lists it: plain data, so that workflow code may read it. */
+export interface DecisionSpec {
+  /** The body the Web UI's form takes, for the update's and signal's descriptions. */
+  readonly shape: string;
+  /** What `replyflow <name>` says it does. */
+  readonly cli: string;
+  /** Whether its body names a `resolve` action (and, with mark-sent, the external id). */
+  readonly takesAction: boolean;
+  /** The state in which a body that names no decision and no action is this one (the codec server infers it). */
+  readonly impliedBy?: ReplyState;
+}
+
+/**
+ * The operator decisions, by the names of their updates (and of the signals runs started before use):
+ * the workflow's handlers, the codec server's sealer, the operator API, the CLI and the roles read
+ * this table. Their rules are `judge()` (workflows/operator.ts) and the desk's verdicts
+ * (workflows/operator-desk.ts).
+ */
+const decisionTable = {
+  resolve: {
+    shape: `Decide a held or failed item: {"workflowId","action":${RESOLVE_ACTIONS.map((a) => `"${a}"`).join('|')},"reason","externalId"?}`,
+    cli: 'decide held or failed work: mark-sent (with the external id), resend (needs approval), discard',
+    takesAction: true,
+  },
+  approve: {
+    shape: 'Approve a pending resend (a different operator from the one who asked): {"workflowId","reason"}',
+    cli: 'approve a resend another operator asked for',
+    takesAction: false,
+    impliedBy: 'awaiting_approval',
+  },
+  reprocess: {
+    shape: 'Run failed work again: {"workflowId","reason"}',
+    cli: 'run failed work again through the same checks: one workflow, or a selection',
+    takesAction: false,
+    impliedBy: 'failed',
+  },
+} as const satisfies Record<string, DecisionSpec>;
+
+export type DecisionName = keyof typeof decisionTable;
+
+export const DECISIONS: Readonly<Record<DecisionName, DecisionSpec>> = decisionTable;
+
+/** Every decision's name, in the table's order. */
+export const DECISION_NAMES = Object.keys(DECISIONS) as DecisionName[];
+
+export function isDecisionName(name: unknown): name is DecisionName {
+  return typeof name === 'string' && Object.hasOwn(DECISIONS, name);
+}
+
+/** `"resolve", "approve" or "reprocess"` (quoted) or `resolve, approve or reprocess`: the names as messages list them. */
+export function decisionList(quote = ''): string {
+  const names = DECISION_NAMES.map((n) => `${quote}${n}${quote}`);
+  return `${names.slice(0, -1).join(', ')} or ${names.at(-1)}`;
+}
 
 /**
  * A decision as an operator types it (Web UI) or the CLI sends it, sealed on its way by the codec
@@ -105,15 +160,23 @@ export interface StatusView {
   operatorHistory: OperatorDecision[];
 }
 
-/** Each answers with the verdict: `Accepted: …` or `Rejected: …`. */
-export const resolveUpdate = defineUpdate<string, [DecisionInput]>('resolve');
-export const approveUpdate = defineUpdate<string, [DecisionInput]>('approve');
-export const reprocessUpdate = defineUpdate<string, [DecisionInput]>('reprocess');
+/** Each decision's update, by name: each answers with the verdict, `Accepted: …` or `Rejected: …`. */
+export const DECISION_UPDATES = Object.fromEntries(
+  DECISION_NAMES.map((name) => [name, defineUpdate<string, [DecisionInput]>(name)]),
+) as Record<DecisionName, UpdateDefinition<string, [DecisionInput]>>;
+export const resolveUpdate = DECISION_UPDATES.resolve;
+export const approveUpdate = DECISION_UPDATES.approve;
+export const reprocessUpdate = DECISION_UPDATES.reprocess;
 
 /** The same decisions as signals: judged alike (sealed), but the verdict is only in `status` and the audit log. */
-export const resolveSignal = defineSignal<[ResolveSignal | DecisionInput]>('resolve');
-export const approveSignal = defineSignal<[ApproveSignal | DecisionInput]>('approve');
-export const reprocessSignal = defineSignal<[ReprocessSignal | DecisionInput]>('reprocess');
+export const DECISION_SIGNALS = Object.fromEntries(
+  DECISION_NAMES.map((name) => [name, defineSignal<[unknown]>(name)]),
+) as Record<DecisionName, SignalDefinition<[unknown]>>;
+export const resolveSignal = DECISION_SIGNALS.resolve as SignalDefinition<[ResolveSignal | DecisionInput]>;
+export const approveSignal = DECISION_SIGNALS.approve as SignalDefinition<[ApproveSignal | DecisionInput]>;
+export const reprocessSignal = DECISION_SIGNALS.reprocess as SignalDefinition<
+  [ReprocessSignal | DecisionInput]
+>;
 export const statusQuery = defineQuery<StatusView>('status');
 
 /**

@@ -2,7 +2,7 @@
 // verdict, records it, and audits it. Invalid, repeated or self-approved messages change nothing.
 // Who sent a message is settled before it gets here: the operator its seal proves, or, for the
 // signals of runs started before decisions were sealed, the name the payload carried.
-import type { DecisionName, ReplyState } from './messages';
+import { type DecisionName, RESOLVE_ACTIONS, type ReplyState } from './messages';
 
 export interface OperatorMessage {
   signal: DecisionName;
@@ -20,7 +20,7 @@ export type Verdict =
   | { ok: true; action: 'request-resend' | 'discard' | 'approve-resend' | 'reprocess' }
   | { ok: false; detail: string };
 
-const ACTIONS = ['mark-sent', 'resend', 'discard'];
+const ACTIONS: readonly string[] = RESOLVE_ACTIONS;
 
 function text(value: unknown, max: number): string | undefined {
   return typeof value === 'string' && value.trim().length > 0 && value.length <= max

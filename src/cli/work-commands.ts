@@ -3,7 +3,7 @@
 // operator API (src/operator/api.ts), which reads, checks roles and sends the decisions.
 import { setTimeout as delay } from 'node:timers/promises';
 import { type Command, Option } from 'commander';
-import type { ResolveAction } from '../../workflows/messages';
+import { DECISIONS, RESOLVE_ACTIONS, type ResolveAction } from '../../workflows/messages';
 import { accepted, actionOf, type DecisionRequest, validateRequest } from '../operator/decisions';
 import { OperatorInputError } from '../operator/errors';
 import type { Inspection } from '../operator/inspect';
@@ -80,15 +80,9 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
 
   program
     .command('resolve')
-    .description(
-      'decide held or failed work: mark-sent (with the external id), resend (needs approval), discard',
-    )
+    .description(DECISIONS.resolve.cli)
     .argument('<workflowId>')
-    .addOption(
-      new Option('--action <action>', 'what to do')
-        .choices(['mark-sent', 'resend', 'discard'])
-        .makeOptionMandatory(),
-    )
+    .addOption(new Option('--action <action>', 'what to do').choices(RESOLVE_ACTIONS).makeOptionMandatory())
     .requiredOption('--reason <text>', 'why, for the audit log')
     .option('--external-id <id>', 'with mark-sent: the id the target gave the message that was sent')
     .addOption(waitOption())
@@ -107,7 +101,7 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
 
   program
     .command('approve')
-    .description('approve a resend another operator asked for')
+    .description(DECISIONS.approve.cli)
     .argument('<workflowId>')
     .requiredOption('--reason <text>', 'why, for the audit log')
     .addOption(waitOption())
@@ -121,7 +115,7 @@ export function registerWorkCommands(program: Command, ctx: CliContext): void {
 
   program
     .command('reprocess')
-    .description('run failed work again through the same checks: one workflow, or a selection')
+    .description(DECISIONS.reprocess.cli)
     .argument('[workflowId]')
     .requiredOption('--reason <text>', 'why, for the audit log')
     .option(

@@ -10,6 +10,7 @@ import { Client, Connection, isGrpcServiceError } from '@temporalio/client';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { z } from 'zod';
+import { decisionList, isDecisionName, RESOLVE_ACTIONS } from '../../workflows/messages';
 import type { Config } from '../config';
 import { createEventLedger } from '../db/events';
 import type { OperatorAccount } from '../db/operators';
@@ -71,7 +72,7 @@ interface OperatorApi {
 }
 
 const decisionBody = z.object({
-  action: z.enum(['mark-sent', 'resend', 'discard']).optional(),
+  action: z.enum(RESOLVE_ACTIONS).optional(),
   reason: z.string(),
   externalId: z.string().optional(),
   waitMs: z.number().int().min(0).optional(),
@@ -406,18 +407,17 @@ export function operatorApi(options: OperatorApiOptions): OperatorApi {
 const CONVERSATION_ACTIONS: ConversationAction[] = ['handoff', 'handback', 'close', 'reopen'];
 
 function decisionRequest(decision: string, body: z.infer<typeof decisionBody>): DecisionRequest {
-  switch (decision) {
-    case 'resolve':
-      if (!body.action) throw new OperatorInputError('resolve needs an action: mark-sent, resend or discard');
-      return { signal: 'resolve', action: body.action, reason: body.reason, externalId: body.externalId };
-    case 'approve':
-    case 'reprocess':
-      if (body.action || body.externalId)
-        throw new OperatorInputError(`${decision} takes a reason only (no action, no external id)`);
-      return { signal: decision, reason: body.reason };
-    default:
-      throw new OperatorInputError('a decision is resolve, approve or reprocess');
+  if (!isDecisionName(decision)) throw new OperatorInputError(`a decision is ${decisionList()}`);
+  if (decision === 'resolve') {
+    if (!body.action)
+      throw new OperatorInputError(
+        `resolve needs an action: ${RESOLVE_ACTIONS.slice(0, -1).join(', ')} or ${RESOLVE_ACTIONS.at(-1)}`,
+      );
+    return { signal: 'resolve', action: body.action, reason: body.reason, externalId: body.externalId };
   }
+  if (body.action || body.externalId)
+    throw new OperatorInputError(`${decision} takes a reason only (no action, no external id)`);
+  return { signal: decision, reason: body.reason };
 }
 
 /** The answer to a refusal the operator can act on, or undefined for an unforeseen error. */

@@ -12,13 +12,7 @@ import {
   WorkflowUpdateFailedError,
   WorkflowUpdateRPCTimeoutOrCancelledError,
 } from '@temporalio/client';
-import {
-  approveUpdate,
-  type DecisionInput,
-  type ResolveAction,
-  reprocessUpdate,
-  resolveUpdate,
-} from '../../workflows/messages';
+import { DECISION_UPDATES, type DecisionInput, type ResolveAction } from '../../workflows/messages';
 import { Failure } from '../failures';
 import { OperatorInputError } from './errors';
 import type { WorkflowStatus } from './workflows';
@@ -117,8 +111,6 @@ interface DecideOptions {
   current?: WorkflowStatus;
 }
 
-const UPDATES = { resolve: resolveUpdate, approve: approveUpdate, reprocess: reprocessUpdate };
-
 export async function decide(client: Client, options: DecideOptions): Promise<DecisionOutcome> {
   const { workflowId, request } = options;
   validateRequest(request);
@@ -139,7 +131,7 @@ export async function decide(client: Client, options: DecideOptions): Promise<De
   const handle = client.workflow.getHandle(workflowId, current.runId);
   try {
     const verdict = await client.connection.withDeadline(Date.now() + (options.waitMs ?? 60_000), () =>
-      updateVerdict(handle.executeUpdate(UPDATES[request.signal], { args: [input], updateId })),
+      updateVerdict(handle.executeUpdate(DECISION_UPDATES[request.signal], { args: [input], updateId })),
     );
     return { workflowId, runId: current.runId, updateId, verdict };
   } catch (err) {

@@ -4,47 +4,19 @@
 // hook and delivery ids, a Standard Webhooks `webhook-id`) get stand-ins unless the headers give them.
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import { STANDARD_WEBHOOKS_PREFIX } from './event-types';
-import { githubProvider } from './github';
-import { lineProvider } from './line';
 import { parseJson } from './parse';
-import { sandboxProvider } from './sandbox';
-import { slackProvider } from './slack';
-import { standardWebhooksProvider } from './standard-webhooks';
-import { stripeProvider } from './stripe';
-import type { ProviderResult, WebhookProvider } from './types';
+import { PROVIDERS } from './registry';
+import type { ProviderResult } from './types';
 
 /** The providers a sample may come from, as `--provider` takes them. */
-export const SAMPLE_PROVIDERS = [
-  'slack',
-  'line',
-  'github',
-  'stripe',
-  'sandbox',
-  `${STANDARD_WEBHOOKS_PREFIX}<source>`,
-];
+export const SAMPLE_PROVIDERS = PROVIDERS.map((entry) => entry.sampleName ?? entry.name);
 
-/** parse() reads no secret: verify() alone does, and a sample is not verified. */
-const NO_SECRET = 'not-used-for-parsing';
-
-function providerFor(
-  name: string,
-): { provider: WebhookProvider; params: Record<string, string> } | undefined {
-  if (name.startsWith(STANDARD_WEBHOOKS_PREFIX)) {
-    const source = name.slice(STANDARD_WEBHOOKS_PREFIX.length);
-    if (!/^[a-z0-9][a-z0-9_-]*$/i.test(source)) return undefined;
-    return { provider: standardWebhooksProvider({ [source]: NO_SECRET }), params: { source } };
+function providerFor(name: string) {
+  for (const entry of PROVIDERS) {
+    const found = entry.sample(name);
+    if (found) return found;
   }
-  const providers: Record<string, () => WebhookProvider> = {
-    slack: () => slackProvider(NO_SECRET),
-    line: () => lineProvider(NO_SECRET),
-    // Without a ledger of signed bodies: a sample is never a replay.
-    github: () => githubProvider(NO_SECRET),
-    stripe: () => stripeProvider(NO_SECRET),
-    sandbox: () => sandboxProvider(NO_SECRET),
-  };
-  const make = Object.hasOwn(providers, name) ? providers[name] : undefined;
-  return make ? { provider: make(), params: {} } : undefined;
+  return undefined;
 }
 
 export function isSampleProvider(name: string): boolean {
@@ -53,17 +25,16 @@ export function isSampleProvider(name: string): boolean {
 
 /**
  * The provider whose deliveries alone look like `body` (Slack's envelope, LINE's destination and
- * events, a Stripe `evt_` event, GitHub's event header); undefined when the body does not say.
+ * events, a Stripe `evt_` event, GitHub's event header); undefined when the body does not say. A
+ * header that names its provider outranks any body.
  */
 export function recogniseProvider(body: unknown, headers: IncomingHttpHeaders): string | undefined {
-  if (headers['x-github-event'] !== undefined) return 'github';
+  for (const { name, recognises } of PROVIDERS)
+    if (recognises && 'header' in recognises && headers[recognises.header] !== undefined) return name;
   if (typeof body !== 'object' || body === null) return undefined;
   const fields = body as Record<string, unknown>;
-  if (['event_callback', 'url_verification', 'app_rate_limited'].includes(fields.type as string))
-    return 'slack';
-  if (typeof fields.destination === 'string' && Array.isArray(fields.events)) return 'line';
-  if (typeof fields.id === 'string' && fields.id.startsWith('evt_')) return 'stripe';
-  return undefined;
+  return PROVIDERS.find(({ recognises }) => recognises && 'body' in recognises && recognises.body(fields))
+    ?.name;
 }
 
 /**

@@ -11,6 +11,7 @@ import { METADATA_ENCODING_KEY, type Payload } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
+import { DECISION_NAMES, DECISIONS, decisionList, isDecisionName } from '../../workflows/messages';
 import type { Config } from '../config';
 import { type AuditLog, createAuditLog } from '../db/audit-log';
 import { type CodecSessionStore, createCodecSessionStore } from '../db/codec-sessions';
@@ -35,8 +36,6 @@ const ALLOWED_HEADERS = ['content-type', 'x-namespace', 'authorization', 'author
 const BODY_LIMIT = '16mb';
 /** What a decision may carry (workflows/messages.ts `DecisionInput`); `seal` is replaced by ours. */
 const DECISION_FIELDS = ['workflowId', 'decision', 'hold', 'action', 'reason', 'externalId', 'seal'];
-/** The decisions a seal can be made for (the names of their updates and signals). */
-const DECISIONS = ['resolve', 'approve', 'reprocess'];
 
 /**
  * What a workflow shows of itself (its `status` query): its state and the hold a decision would
@@ -281,11 +280,14 @@ function decisionOf(payload: Payload, index: number): Record<string, unknown> & 
 /** The decision a body is: the one it names, else `resolve` when it carries an action, else what the state awaits. */
 function decisionFor(body: Record<string, unknown>, state: string | undefined, at: string): string {
   if (body.decision !== undefined) return body.decision as string;
-  if (body.action !== undefined) return 'resolve';
-  if (state === 'awaiting_approval') return 'approve';
-  if (state === 'failed') return 'reprocess';
+  const implied = DECISION_NAMES.find((name) =>
+    body.action !== undefined
+      ? DECISIONS[name].takesAction
+      : state !== undefined && DECISIONS[name].impliedBy === state,
+  );
+  if (implied) return implied;
   throw new NotADecisionError(
-    `${at}: say which decision it is ("decision": "resolve", "approve" or "reprocess"), or give the "action" of a resolve`,
+    `${at}: say which decision it is ("decision": ${decisionList('"')}), or give the "action" of a resolve`,
   );
 }
 
@@ -305,8 +307,8 @@ export function decisionSealer(
     for (const [index, payload] of payloads.entries()) {
       const at = `payload ${index + 1}`;
       const body = decisionOf(payload, index);
-      if (body.decision !== undefined && !DECISIONS.includes(body.decision as string))
-        throw new NotADecisionError(`${at}: decision must be one of ${DECISIONS.join(', ')}`);
+      if (body.decision !== undefined && !isDecisionName(body.decision))
+        throw new NotADecisionError(`${at}: decision must be one of ${DECISION_NAMES.join(', ')}`);
       await refuseOtherTenants(account, body);
       const named = body.hold !== undefined && (body.decision !== undefined || body.action !== undefined);
       const status = named ? undefined : await readStatus(body.workflowId);
