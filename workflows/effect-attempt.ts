@@ -106,8 +106,7 @@ export class EffectAttempt {
     stepIndex: number,
     policy: EffectContext['policy'],
   ): Promise<ReplyState> {
-    const { details } = this.run;
-    details.step = step.name;
+    this.run.atStep(step.name);
     // Claim the business key (the admission claimed the first step already). A conflict is not
     // "done": the owner's row decides.
     const first = this.first;
@@ -124,9 +123,7 @@ export class EffectAttempt {
     const { businessKey } = input;
     const claim = first?.claim ?? (await this.bookkeeping.claimEffect(input));
     if (claim.kind === 'duplicate') {
-      this.run.settled({ businessKey, ownerWorkflowId: claim.ownerWorkflowId });
-      details.ownerWorkflowId = claim.ownerWorkflowId;
-      details.reason = `business key owned by ${claim.ownerWorkflowId} (${claim.ownerStatus})`;
+      this.run.ownedElsewhere(businessKey, claim);
       return 'duplicate';
     }
     const ctx: EffectContext = {
@@ -136,7 +133,7 @@ export class EffectAttempt {
       policy,
       capabilities: claim.capabilities,
     };
-    details.effectId = ctx.effectId;
+    this.run.atStep(step.name, ctx.effectId);
     if (claim.status === 'succeeded') {
       this.run.settled({ businessKey, effectId: ctx.effectId });
       // A run that continued as new while a later message of this answer waited carries on with it.
@@ -144,7 +141,7 @@ export class EffectAttempt {
       return left ? this.sendLater(left, policy) : 'succeeded';
     }
     if (claim.status === 'discarded' && patched(ADOPT_ROW_PATCH)) {
-      details.reason = 'discarded by an operator';
+      this.run.explain('discarded by an operator');
       return 'discarded';
     }
     // The responder answers once; every attempt sends these same bytes (or nothing, if it chose so).
@@ -223,7 +220,7 @@ export class EffectAttempt {
    * wait for a decision, numbered by the row's attempts.
    */
   private adopt(status: 'held' | 'failed', attempts = 0): Sent {
-    this.run.details.attempts = attempts;
+    this.run.countAttempts(attempts);
     this.run.setState(status, {
       lastErrorClass: status === 'held' ? 'unknown' : this.run.details.lastErrorClass,
       recommendedAction:
@@ -249,7 +246,7 @@ export class EffectAttempt {
     for (;;) {
       try {
         const reply = await answering.prepareReply({ event: this.event, step });
-        this.run.details.step = step.name;
+        this.run.atStep(step.name);
         return await this.answered(ctx, effect, reply);
       } catch (err) {
         const message = errorMessage(err);
@@ -259,7 +256,7 @@ export class EffectAttempt {
           errorClass: 'responder',
           error: `responder: ${message}`,
         });
-        if (failed.attempts !== undefined) this.run.details.attempts = failed.attempts;
+        this.run.countAttempts(failed.attempts);
         this.run.setState('failed', {
           step: 'prepareReply',
           lastErrorClass: 'responder',
@@ -291,7 +288,7 @@ export class EffectAttempt {
     const { text } = reply;
     if (text !== null) return { body: { text } };
     await records.recordResult({ effectId: ctx.effectId, status: 'skipped' });
-    this.run.details.reason = 'skipped: the responder chose not to reply';
+    this.run.explain('skipped: the responder chose not to reply');
     return { done: 'succeeded' };
   }
 
@@ -314,15 +311,13 @@ export class EffectAttempt {
     const { run } = this;
     // Runs with one-task sends show `processing` in the status query only: the search attributes
     // change with how the send ends (one upsert, not two, on the happy path).
-    if (this.oneTaskSends) run.state = 'processing';
+    if (this.oneTaskSends) run.sendingUnshown();
     else run.setState('processing');
     const outcome = await this.attemptInTurn(send, ctx, input);
-    run.details.attempts = outcome.attempts;
+    run.countAttempts(outcome.attempts);
     if (outcome.result === 'succeeded') {
       // Runs with one-task sends show the success once, with the final state.
-      if (this.oneTaskSends)
-        Object.assign(run.details, { lastErrorClass: undefined, recommendedAction: undefined });
-      else run.setState('processing', { lastErrorClass: undefined, recommendedAction: undefined });
+      run.sendSucceeded(!this.oneTaskSends);
       return {
         kind: 'succeeded',
         externalId: outcome.externalId,
@@ -346,7 +341,7 @@ export class EffectAttempt {
       errorClass: 'unknown',
       error: outcome.reason,
     });
-    if (held.attempts !== undefined) run.details.attempts = held.attempts;
+    run.countAttempts(held.attempts);
     run.setState('held', {
       recommendedAction: ctx.capabilities.lookup
         ? 'not found by lookup: check the target, then mark-sent (with its id) or resend (needs approval)'

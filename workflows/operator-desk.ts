@@ -263,7 +263,7 @@ export class OperatorDesk {
       const woken = () => this.inbox.length > 0 || this.mayContinue() || this.revocationsToCheck.length > 0;
       if (!(await condition(woken, Math.max(timeout, 1)))) {
         if (this.run.state === 'failed') {
-          this.run.details.reason = 'nobody reprocessed or discarded it in time';
+          this.run.explain('nobody reprocessed or discarded it in time');
           throw new ParkExpired(
             `effect ${ctx.businessKey} failed: ${this.run.details.lastError ?? 'unknown error'}`,
           );
@@ -352,7 +352,7 @@ export class OperatorDesk {
     });
     // The row moved on (an attempt, or a decision in a run a reset replaced): the next decision finds it.
     if (!discarded.recorded && discarded.status !== 'discarded') return undefined;
-    this.run.details.pendingResend = undefined;
+    this.run.resendDropped();
     this.resendRequestedBy = undefined;
     this.run.setState('discarded', { recommendedAction: undefined });
     const reason = `${tenant}'s installation was revoked (${revocation.reason ?? 'revoked'}, ${revocation.revokedAt}): nothing can be sent with it. Whether the held message reached the target is unknown.`;
@@ -378,7 +378,7 @@ export class OperatorDesk {
       reason,
       result: detail,
     });
-    this.run.details.reason = `discarded: ${tenant}'s installation was revoked`;
+    this.run.explain(`discarded: ${tenant}'s installation was revoked`);
     return { kind: 'done', state: 'discarded' };
   }
 
@@ -441,18 +441,18 @@ export class OperatorDesk {
           return this.moved(entry, before, discarded);
         this.run.setState('discarded', { recommendedAction: undefined });
         await this.record(entry, 'accepted', undefined, before, 'discarded');
-        this.run.details.reason = 'discarded by an operator';
+        this.run.explain('discarded by an operator');
         return { kind: 'done', state: 'discarded' };
       }
       case 'request-resend': {
         this.resendRequestedBy = message.actor;
         this.run.setState('awaiting_approval', {
           recommendedAction: 'a different operator approves the resend (the approve update)',
+          pendingResend: {
+            operator: this.resendRequestedBy,
+            reason: String((message.payload as { reason?: unknown }).reason),
+          },
         });
-        this.run.details.pendingResend = {
-          operator: this.resendRequestedBy,
-          reason: String((message.payload as { reason?: unknown }).reason),
-        };
         await this.record(entry, 'accepted', 'awaiting approval', before, 'awaiting_approval');
         return undefined;
       }
@@ -474,7 +474,7 @@ export class OperatorDesk {
     if (action === 'discard') {
       this.run.setState('discarded', { recommendedAction: undefined });
       await this.record(entry, 'accepted', undefined, before, 'discarded');
-      this.run.details.reason = 'discarded by an operator';
+      this.run.explain('discarded by an operator');
       return { kind: 'done', state: 'discarded' };
     }
     if (action === 'reprocess') {
@@ -505,7 +505,7 @@ export class OperatorDesk {
       holdAttempts: this.run.details.attempts,
     });
     if (approval) {
-      this.run.details.pendingResend = undefined;
+      this.run.resendDropped();
       this.resendRequestedBy = undefined;
     }
     if (check.kind === 'moved') return this.moved(entry, before, check);
@@ -537,8 +537,8 @@ export class OperatorDesk {
     row: { status: string; attempts?: number },
   ): Promise<Decision | undefined> {
     const answered = this.run.hold();
-    if (row.attempts !== undefined) this.run.details.attempts = row.attempts;
-    this.run.details.pendingResend = undefined;
+    this.run.countAttempts(row.attempts);
+    this.run.resendDropped();
     this.resendRequestedBy = undefined;
     const since = `this decision answered hold ${answered}, but the effect has moved on (${row.status} after ${this.run.details.attempts} attempt(s))`;
     if (row.status === 'succeeded' || row.status === 'discarded') {
