@@ -107,21 +107,28 @@ export class EffectAttempt {
     policy: EffectContext['policy'],
   ): Promise<ReplyState> {
     this.run.atStep(step.name);
-    // Claim the business key (the admission claimed the first step already). A conflict is not
-    // "done": the owner's row decides.
+    // Claim the business key. The admission claimed the first step already, with the input only it
+    // builds (activities/admit.ts); the run takes its answer. A conflict is not "done": the owner's
+    // row decides.
     const first = this.first;
     this.first = undefined;
-    const input = claimInput({
-      effectId: first?.claim.kind === 'owned' ? first.claim.effectId : uuid4(),
-      workflowId: workflowInfo().workflowId,
-      correlationId: this.event.correlationId,
-      plan: this.plan,
-      effect,
-      stepIndex,
-      ordered: this.oneTaskSends,
-    });
-    const { businessKey } = input;
-    const claim = first?.claim ?? (await this.bookkeeping.claimEffect(input));
+    // Drawn unless the admission's claim is this run's, even when unused (the claim is another's):
+    // runs always drew it so, and every draw after it stays the same.
+    const effectId = first?.claim.kind === 'owned' ? first.claim.effectId : uuid4();
+    const businessKey = stepBusinessKey(effect, step);
+    const claim =
+      first?.claim ??
+      (await this.bookkeeping.claimEffect(
+        claimInput({
+          effectId,
+          workflowId: workflowInfo().workflowId,
+          correlationId: this.event.correlationId,
+          plan: this.plan,
+          effect,
+          stepIndex,
+          ordered: this.oneTaskSends,
+        }),
+      ));
     if (claim.kind === 'duplicate') {
       this.run.ownedElsewhere(businessKey, claim);
       return 'duplicate';
