@@ -31,6 +31,7 @@ import type { Ordering } from './conversation-line';
 import type { AnswerLeft, EffectContext } from './effect-context';
 import type { ReplyState } from './messages';
 import type { OperatorDesk } from './operator-desk';
+import { ADOPT_EFFECT_ROW } from './patches';
 import type { RunView } from './run-view';
 
 /**
@@ -39,12 +40,6 @@ import type { RunView } from './run-view';
  * activity inside the workflow task, which also records the event's outcome when it is the last step).
  */
 export type SendPath = 'turns' | 'one-task' | 'local';
-
-/**
- * Runs started since: an effect row found held, failed or discarded when this run claims it (a run a
- * reset replaced left it so) is taken at its word, never sent again without a decision.
- */
-const ADOPT_ROW_PATCH = 'adopt-effect-row';
 
 /** `ledgerRecorded`: the send itself marked the event succeeded in the ledger. */
 type Sent = { kind: 'succeeded'; externalId: string; ledgerRecorded?: boolean } | { kind: 'held' | 'failed' };
@@ -147,7 +142,7 @@ export class EffectAttempt {
       const left = step.content.kind === 'reply' ? this.desk.resumedAnswer(businessKey) : undefined;
       return left ? this.sendLater(left, policy) : 'succeeded';
     }
-    if (claim.status === 'discarded' && patched(ADOPT_ROW_PATCH)) {
+    if (claim.status === 'discarded' && patched(ADOPT_EFFECT_ROW)) {
       this.run.explain('discarded by an operator');
       return 'discarded';
     }
@@ -180,7 +175,7 @@ export class EffectAttempt {
         ? { provider: this.event.provider, eventId: this.event.eventId }
         : undefined;
     let found =
-      (claim.status === 'held' || claim.status === 'failed') && patched(ADOPT_ROW_PATCH)
+      (claim.status === 'held' || claim.status === 'failed') && patched(ADOPT_EFFECT_ROW)
         ? this.adopt(claim.status, claim.attempts)
         : undefined;
     for (;;) {
@@ -395,7 +390,7 @@ export class EffectAttempt {
       });
       const attempts = recorded.attempts ?? this.run.details.attempts;
       // The row is held already (a run a reset replaced held it): held it stays, for two people.
-      const heldElsewhere = recorded.status === 'held' && patched(ADOPT_ROW_PATCH);
+      const heldElsewhere = recorded.status === 'held' && patched(ADOPT_EFFECT_ROW);
       if (
         !recorded.recorded &&
         (recorded.status === 'sending' || recorded.status === 'unknown' || heldElsewhere)
