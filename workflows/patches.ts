@@ -2,8 +2,8 @@
 // id, the release that added it, the code path it guards, and what retiring it takes. The workflow
 // asks by these constants, never by a string of its own; test/unit/patches.test.ts holds the
 // registry, the call sites and the recorded histories (test/histories) together, and docs/deploy.md
-// ("Patches and the runs that need them") says how a patch is retired. `replyflow patches` counts
-// the open runs that still need each one.
+// ("Patches and the runs that need them") says how a patch is retired, and how to count the open
+// runs that still need one.
 
 /** The main-path bookkeeping (ledger, plan, transition, claim, outcome) as local activities. */
 export const LOCAL_BOOKKEEPING = 'local-bookkeeping';
@@ -39,6 +39,11 @@ export interface PatchEntry {
   id: string;
   /** The commit that added the patch, and its date (the package version stays 0.1.0). */
   added: { commit: string; date: string };
+  /**
+   * Set when the patch is being retired (docs/deploy.md, step 1): the workflow asks it by
+   * `deprecatePatch()`, and the path without it is gone.
+   */
+  deprecated?: { commit: string; date: string };
   /** The code path `patched()` true selects, where it is asked, and what runs without it do. */
   guards: string;
   /**

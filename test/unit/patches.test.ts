@@ -21,13 +21,14 @@ function code(file: string): string {
 }
 
 /** Every argument of a `patched(…)` or `deprecatePatch(…)` call in workflows/, by file. */
-function patchCalls(): { file: string; arg: string }[] {
+function patchCalls(): { file: string; call: string; arg: string }[] {
   return readdirSync(WORKFLOWS)
     .filter((f) => f.endsWith('.ts') && f !== 'patches.ts')
     .flatMap((file) =>
-      [...code(file).matchAll(/\b(?:patched|deprecatePatch)\(([^)]*)\)/g)].map((m) => ({
+      [...code(file).matchAll(/\b(patched|deprecatePatch)\(([^)]*)\)/g)].map((m) => ({
         file,
-        arg: m[1]!.trim(),
+        call: m[1]!,
+        arg: m[2]!.trim(),
       })),
     );
 }
@@ -69,6 +70,15 @@ describe('patch registry (workflows/patches.ts)', () => {
     assert.ok(calls.length > 0, 'no patched() call found: the pattern no longer matches');
     const unknown = calls.filter(({ arg }) => !/^[A-Z][A-Z0-9_]*$/.test(arg) || !(arg in constants));
     assert.deepEqual(unknown, [], 'a patch asked by a string or a name not in workflows/patches.ts');
+    // A deprecated entry is asked by deprecatePatch() only, every other one by patched() only.
+    const deprecated = new Set(PATCHES.filter((p) => p.deprecated).map((p) => p.id));
+    assert.deepEqual(
+      calls.filter(
+        ({ call, arg }) => deprecated.has(constants[arg] as string) !== (call === 'deprecatePatch'),
+      ),
+      [],
+      "a call that does not match its entry's `deprecated`",
+    );
     const asked = new Set(calls.map(({ arg }) => constants[arg] as string));
     assert.deepEqual(
       PATCHES.map((p) => p.id).filter((id) => !asked.has(id)),
