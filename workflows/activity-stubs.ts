@@ -4,6 +4,7 @@ import { patched, proxyActivities, proxyLocalActivities } from '@temporalio/work
 import type { Activities } from '../activities';
 import { Failure } from '../src/failures';
 import type { DeliveryPolicy } from '../src/model';
+import { LOCAL_BOOKKEEPING } from './patches';
 
 /**
  * Bookkeeping against PostgreSQL: retried until the database answers, so an outage delays work but
@@ -32,7 +33,7 @@ const localRecords = proxyLocalActivities<Activities>({
  * Call it once, first.
  */
 export function mainPathRecords(localAlready: boolean): typeof records {
-  return localAlready || patched('local-bookkeeping') ? localRecords : records;
+  return localAlready || patched(LOCAL_BOOKKEEPING) ? localRecords : records;
 }
 
 const RESPONDER_RETRY = {

@@ -31,6 +31,7 @@ import type { Ordering } from './conversation-line';
 import type { AnswerLeft, EffectContext } from './effect-context';
 import type { ReplyState } from './messages';
 import type { OperatorDesk } from './operator-desk';
+import { ADOPT_EFFECT_ROW } from './patches';
 import type { RunView } from './run-view';
 
 /**
@@ -39,12 +40,6 @@ import type { RunView } from './run-view';
  * activity inside the workflow task, which also records the event's outcome when it is the last step).
  */
 type SendPath = 'turns' | 'one-task' | 'local';
-
-/**
- * Runs started since: an effect row found held, failed or discarded when this run claims it (a run a
- * reset replaced left it so) is taken at its word, never sent again without a decision.
- */
-const ADOPT_ROW_PATCH = 'adopt-effect-row';
 
 /** `ledgerRecorded`: the send itself marked the event succeeded in the ledger. */
 type Sent = { kind: 'succeeded'; externalId: string; ledgerRecorded?: boolean } | { kind: 'held' | 'failed' };
@@ -106,27 +101,31 @@ export class EffectAttempt {
     stepIndex: number,
     policy: EffectContext['policy'],
   ): Promise<ReplyState> {
-    const { details } = this.run;
-    details.step = step.name;
-    // Claim the business key (the admission claimed the first step already). A conflict is not
-    // "done": the owner's row decides.
+    this.run.atStep(step.name);
+    // Claim the business key. The admission claimed the first step already, with the input only it
+    // builds (activities/admit.ts); the run takes its answer. A conflict is not "done": the owner's
+    // row decides.
     const first = this.first;
     this.first = undefined;
-    const input = claimInput({
-      effectId: first?.claim.kind === 'owned' ? first.claim.effectId : uuid4(),
-      workflowId: workflowInfo().workflowId,
-      correlationId: this.event.correlationId,
-      plan: this.plan,
-      effect,
-      stepIndex,
-      ordered: this.oneTaskSends,
-    });
-    const { businessKey } = input;
-    const claim = first?.claim ?? (await this.bookkeeping.claimEffect(input));
+    // Drawn unless the admission's claim is this run's, even when unused (the claim is another's):
+    // runs always drew it so, and every draw after it stays the same.
+    const effectId = first?.claim.kind === 'owned' ? first.claim.effectId : uuid4();
+    const businessKey = stepBusinessKey(effect, step);
+    const claim =
+      first?.claim ??
+      (await this.bookkeeping.claimEffect(
+        claimInput({
+          effectId,
+          workflowId: workflowInfo().workflowId,
+          correlationId: this.event.correlationId,
+          plan: this.plan,
+          effect,
+          stepIndex,
+          ordered: this.oneTaskSends,
+        }),
+      ));
     if (claim.kind === 'duplicate') {
-      this.run.settled({ businessKey, ownerWorkflowId: claim.ownerWorkflowId });
-      details.ownerWorkflowId = claim.ownerWorkflowId;
-      details.reason = `business key owned by ${claim.ownerWorkflowId} (${claim.ownerStatus})`;
+      this.run.ownedElsewhere(businessKey, claim);
       return 'duplicate';
     }
     const ctx: EffectContext = {
@@ -136,15 +135,15 @@ export class EffectAttempt {
       policy,
       capabilities: claim.capabilities,
     };
-    details.effectId = ctx.effectId;
+    this.run.atStep(step.name, ctx.effectId);
     if (claim.status === 'succeeded') {
       this.run.settled({ businessKey, effectId: ctx.effectId });
       // A run that continued as new while a later message of this answer waited carries on with it.
       const left = step.content.kind === 'reply' ? this.desk.resumedAnswer(businessKey) : undefined;
       return left ? this.sendLater(left, policy) : 'succeeded';
     }
-    if (claim.status === 'discarded' && patched(ADOPT_ROW_PATCH)) {
-      details.reason = 'discarded by an operator';
+    if (claim.status === 'discarded' && patched(ADOPT_EFFECT_ROW)) {
+      this.run.explain('discarded by an operator');
       return 'discarded';
     }
     // The responder answers once; every attempt sends these same bytes (or nothing, if it chose so).
@@ -176,7 +175,7 @@ export class EffectAttempt {
         ? { provider: this.event.provider, eventId: this.event.eventId }
         : undefined;
     let found =
-      (claim.status === 'held' || claim.status === 'failed') && patched(ADOPT_ROW_PATCH)
+      (claim.status === 'held' || claim.status === 'failed') && patched(ADOPT_EFFECT_ROW)
         ? this.adopt(claim.status, claim.attempts)
         : undefined;
     for (;;) {
@@ -223,7 +222,7 @@ export class EffectAttempt {
    * wait for a decision, numbered by the row's attempts.
    */
   private adopt(status: 'held' | 'failed', attempts = 0): Sent {
-    this.run.details.attempts = attempts;
+    this.run.countAttempts(attempts);
     this.run.setState(status, {
       lastErrorClass: status === 'held' ? 'unknown' : this.run.details.lastErrorClass,
       recommendedAction:
@@ -249,7 +248,7 @@ export class EffectAttempt {
     for (;;) {
       try {
         const reply = await answering.prepareReply({ event: this.event, step });
-        this.run.details.step = step.name;
+        this.run.atStep(step.name);
         return await this.answered(ctx, effect, reply);
       } catch (err) {
         const message = errorMessage(err);
@@ -259,7 +258,7 @@ export class EffectAttempt {
           errorClass: 'responder',
           error: `responder: ${message}`,
         });
-        if (failed.attempts !== undefined) this.run.details.attempts = failed.attempts;
+        this.run.countAttempts(failed.attempts);
         this.run.setState('failed', {
           step: 'prepareReply',
           lastErrorClass: 'responder',
@@ -291,7 +290,7 @@ export class EffectAttempt {
     const { text } = reply;
     if (text !== null) return { body: { text } };
     await records.recordResult({ effectId: ctx.effectId, status: 'skipped' });
-    this.run.details.reason = 'skipped: the responder chose not to reply';
+    this.run.explain('skipped: the responder chose not to reply');
     return { done: 'succeeded' };
   }
 
@@ -314,15 +313,13 @@ export class EffectAttempt {
     const { run } = this;
     // Runs with one-task sends show `processing` in the status query only: the search attributes
     // change with how the send ends (one upsert, not two, on the happy path).
-    if (this.oneTaskSends) run.state = 'processing';
+    if (this.oneTaskSends) run.sendingUnshown();
     else run.setState('processing');
     const outcome = await this.attemptInTurn(send, ctx, input);
-    run.details.attempts = outcome.attempts;
+    run.countAttempts(outcome.attempts);
     if (outcome.result === 'succeeded') {
       // Runs with one-task sends show the success once, with the final state.
-      if (this.oneTaskSends)
-        Object.assign(run.details, { lastErrorClass: undefined, recommendedAction: undefined });
-      else run.setState('processing', { lastErrorClass: undefined, recommendedAction: undefined });
+      run.sendSucceeded(!this.oneTaskSends);
       return {
         kind: 'succeeded',
         externalId: outcome.externalId,
@@ -346,7 +343,7 @@ export class EffectAttempt {
       errorClass: 'unknown',
       error: outcome.reason,
     });
-    if (held.attempts !== undefined) run.details.attempts = held.attempts;
+    run.countAttempts(held.attempts);
     run.setState('held', {
       recommendedAction: ctx.capabilities.lookup
         ? 'not found by lookup: check the target, then mark-sent (with its id) or resend (needs approval)'
@@ -393,7 +390,7 @@ export class EffectAttempt {
       });
       const attempts = recorded.attempts ?? this.run.details.attempts;
       // The row is held already (a run a reset replaced held it): held it stays, for two people.
-      const heldElsewhere = recorded.status === 'held' && patched(ADOPT_ROW_PATCH);
+      const heldElsewhere = recorded.status === 'held' && patched(ADOPT_EFFECT_ROW);
       if (
         !recorded.recorded &&
         (recorded.status === 'sending' || recorded.status === 'unknown' || heldElsewhere)

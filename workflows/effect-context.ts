@@ -46,6 +46,6 @@ export type Settled = { kind: 'done'; state: 'succeeded' | 'discarded'; external
 /**
  * `asTask`: the next send (or responder, or plan) runs as a regular activity task, not a local
  * activity, so the workflow task that accepted the decision ends at once and its verdict leaves
- * (workflows/operator-desk.ts, RESEND_AS_TASK_PATCH).
+ * (workflows/operator-desk.ts, RESEND_AS_TASK).
  */
 export type Decision = Settled | { kind: 'send-again'; asTask?: true };

@@ -36,33 +36,19 @@ import {
 } from './messages';
 import { unsealedSignal } from './operator';
 import { OperatorDesk, type Resumed } from './operator-desk';
+import {
+  LOCAL_SENDS,
+  ONE_TASK_SENDS,
+  PLAN_FAILED_PARKS,
+  PLAN_FAILED_PARKS_AT_START,
+  SEALED_DECISIONS,
+} from './patches';
 import { type EventResult, RunView } from './run-view';
 import { TurnClient } from './turn-client';
 
 export type { EventResult } from './run-view';
 
 const DUPLICATE_REASON = 'event already in the ledger (processed before)';
-
-const SEALED_DECISIONS_PATCH = 'sealed-decisions';
-/** Runs started since: one local admission, the built-in responder in the task, order kept by the effects table. */
-const ONE_TASK_SENDS_PATCH = 'one-task-sends';
-/** Runs started since: the same, and the send a local activity, so the happy path is one workflow task. */
-const LOCAL_SENDS_PATCH = 'local-sends';
-/**
- * Runs started since: an event a matching route cannot map parks as failed at step `planEffects`
- * (before, its workflow failed); reprocess plans it again with the worker's routes. Asked only when
- * planning failed, so no other run records it.
- */
-const PLAN_FAILED_PATCH = 'plan-failed-parks';
-/**
- * Runs started since: everything LOCAL_SENDS_PATCH implies, and PLAN_FAILED_PATCH's behaviour decided
- * at the start instead of asked after the failed admission. A patch first asked right after a local
- * activity's result can, in a replay whose markers fall in two workflow tasks (the activity outlived
- * a task under load), be asked before the SDK knows its marker is in the history: `patched()` then
- * answers false and the replay fails as nondeterministic (seen in CI: a worker restarted on a failed
- * plan). Runs started before keep asking where they did.
- */
-const PLANNED_AT_START_PATCH = 'plan-failed-parks-at-start';
 
 /** The hold of a failed plan's `n`th planning attempt: decisions are bound to it (RunView.hold). */
 const planHold = (n: number) => `plan:${n}`;
@@ -110,10 +96,14 @@ export async function handleEvent(event: InboundEvent, resumed?: Resumed): Promi
   if (refusal)
     throw ApplicationFailure.nonRetryable(`event input refused: ${refusal}`, Failure.PayloadRefused);
   // Each patch a run records costs a marker and an upsert of TemporalChangeVersion (the SDK's): new
-  // runs record only the newest, which implies the ones before it.
-  const plannedAtStart = patched(PLANNED_AT_START_PATCH);
-  const localSends = plannedAtStart || patched(LOCAL_SENDS_PATCH);
-  const oneTaskSends = localSends || patched(ONE_TASK_SENDS_PATCH);
+  // runs record only the newest, which implies the ones before it (workflows/patches.ts). It is asked
+  // here, not after the failed admission: a patch first asked right after a local activity's result
+  // can, in a replay whose markers fall in two workflow tasks (the activity outlived a task under
+  // load), be asked before the SDK knows its marker is in the history: `patched()` then answers false
+  // and the replay fails as nondeterministic (seen in CI). Runs started before keep asking where they did.
+  const plannedAtStart = patched(PLAN_FAILED_PARKS_AT_START);
+  const localSends = plannedAtStart || patched(LOCAL_SENDS);
+  const oneTaskSends = localSends || patched(ONE_TASK_SENDS);
   const bookkeeping = mainPathRecords(oneTaskSends);
   const { workflowId } = workflowInfo();
   const run = new RunView(
@@ -143,7 +133,7 @@ export async function handleEvent(event: InboundEvent, resumed?: Resumed): Promi
     setHandler(
       signal,
       (payload) =>
-        patched(SEALED_DECISIONS_PATCH)
+        patched(SEALED_DECISIONS)
           ? desk.decide(name, payload, desk.nextSignalDelivery()).then(() => undefined)
           : desk.receiveUnsealed(unsealedSignal(name, payload)),
       {
@@ -207,7 +197,7 @@ export async function handleEvent(event: InboundEvent, resumed?: Resumed): Promi
   };
   /** The admission, planned again on each reprocess of a failed plan; undefined: it was discarded. */
   const admit = async (): Promise<Admission | undefined> => {
-    // A reprocess admits again as a regular activity task (RESEND_AS_TASK_PATCH in the desk).
+    // A reprocess admits again as a regular activity task (RESEND_AS_TASK in the desk).
     let admitting = bookkeeping;
     for (let planning = planningAttemptOf(resumed); ; planning += 1) {
       try {
@@ -221,8 +211,8 @@ export async function handleEvent(event: InboundEvent, resumed?: Resumed): Promi
         return admission;
       } catch (err) {
         const failure = planFailureOf(err);
-        // Runs started before PLAN_FAILED_PATCH failed here, and replay so.
-        if (!failure || !(plannedAtStart || patched(PLAN_FAILED_PATCH))) throw err;
+        // Runs started before PLAN_FAILED_PARKS failed here, and replay so.
+        if (!failure || !(plannedAtStart || patched(PLAN_FAILED_PARKS))) throw err;
         const decision = await parkFailedPlan(failure, planning);
         if (decision.kind === 'done') return undefined;
         if (decision.asTask) admitting = records;

@@ -19,35 +19,9 @@ import type { AnswerLeft, Decision, DeskSubject, EffectContext, Settled } from '
 import { ParkExpiredError } from './errors';
 import type { DecisionName, OperatorDecision, ReplyState } from './messages';
 import { actionOf, judge, type OperatorMessage, unverifiable, type Verdict } from './operator';
+import { CHEAP_REFUSALS, RESEND_AS_TASK, REVOKED_TENANT_ENDS_HELD, VERDICT_BEFORE_SEND } from './patches';
 import type { RunView } from './run-view';
 
-/**
- * Runs started since: a decision whose payload cannot carry a seal (plaintext, unsealed) is refused
- * without the seal check's activity and audited in batches, so a flood of them costs the history
- * about one event each; and a wait whose history Temporal finds long continues as new.
- */
-const CHEAP_REFUSALS_PATCH = 'cheap-refusals';
-/**
- * Runs started since: held work whose destination's installation was revoked (the Slack team
- * uninstalled the app) ends by itself, discarded, once told (the tenantRevoked signal) and once the
- * store confirms it. Asked when the run is told, so histories without that signal never ask.
- */
-const REVOKED_ENDS_HELD_PATCH = 'revoked-tenant-ends-held';
-/**
- * Runs started since: a decision that sends again (an approved resend, a reprocess) lets its
- * workflow task end before the send. The send is a local activity, which holds the task open while
- * it runs (up to SEND_TIMEOUT, and the responder's and the conversation's waits), and the Update's
- * verdict leaves the worker only with the task: the operator waited for the send (issue 27). A
- * 1 ms timer ends the task. Asked when such a decision is accepted, so no other run records it.
- */
-const VERDICT_FIRST_PATCH = 'verdict-before-send';
-/**
- * Runs started since: the same, without the timer, which the server fires a second or so late (the
- * resend started about 1 s after its verdict). The send a decision starts runs as a regular activity
- * task instead (`asTask`), whose scheduling ends the workflow task, verdict and all. Asked where
- * VERDICT_FIRST_PATCH was, so runs that recorded that one keep their timer.
- */
-const RESEND_AS_TASK_PATCH = 'resend-as-task';
 /**
  * Who ends held work of a revoked tenant, and what it is called, in the status history and the audit
  * log: not an operator's `discard`, which the audit log accepts only with its sealed decision.
@@ -141,7 +115,7 @@ export class OperatorDesk {
    */
   async decide(signal: DecisionName, payload: unknown, delivery: string): Promise<string> {
     const refusal = unverifiable(payload);
-    if (refusal !== undefined && patched(CHEAP_REFUSALS_PATCH)) {
+    if (refusal !== undefined && patched(CHEAP_REFUSALS)) {
       const raw = (payload ?? {}) as { action?: unknown };
       const message: OperatorMessage = {
         signal,
@@ -259,7 +233,7 @@ export class OperatorDesk {
       const woken = () => this.inbox.length > 0 || this.mayContinue() || this.revocationsToCheck.length > 0;
       if (!(await condition(woken, Math.max(timeout, 1)))) {
         if (this.run.state === 'failed') {
-          this.run.details.reason = 'nobody reprocessed or discarded it in time';
+          this.run.explain('nobody reprocessed or discarded it in time');
           throw new ParkExpiredError(
             `effect ${ctx.businessKey} failed: ${this.run.details.lastError ?? 'unknown error'}`,
           );
@@ -281,8 +255,13 @@ export class OperatorDesk {
       }
       const decision = await this.judgeNext(ctx);
       if (decision?.kind === 'send-again') {
-        if (patched(RESEND_AS_TASK_PATCH)) return { kind: 'send-again', asTask: true };
-        if (patched(VERDICT_FIRST_PATCH)) await sleep(1);
+        // Since VERDICT_BEFORE_SEND the verdict leaves before the send: a local send holds the task
+        // open while it runs, and the Update's verdict leaves the worker only with the task. A 1 ms
+        // timer ended the task, which the server fired a second or so late; since RESEND_AS_TASK the
+        // send is a regular activity task, whose scheduling ends the task. Runs that recorded the
+        // timer's patch keep their timer.
+        if (patched(RESEND_AS_TASK)) return { kind: 'send-again', asTask: true };
+        if (patched(VERDICT_BEFORE_SEND)) await sleep(1);
       }
       if (decision) return decision;
     }
@@ -305,7 +284,7 @@ export class OperatorDesk {
 
   /** Whether this run continues as new (asked once: runs started before this never do). */
   private continueAllowed(): boolean {
-    this.continuing ??= patched(CHEAP_REFUSALS_PATCH);
+    this.continuing ??= patched(CHEAP_REFUSALS);
     return this.continuing;
   }
 
@@ -339,7 +318,7 @@ export class OperatorDesk {
     const tenant = 'kind' in ctx ? undefined : ctx.step.destination.tenant;
     const before = this.run.state;
     if (!tenant || !told.includes(tenant) || before === 'failed') return undefined;
-    if (!patched(REVOKED_ENDS_HELD_PATCH)) return undefined;
+    if (!patched(REVOKED_TENANT_ENDS_HELD)) return undefined;
     const revocation = await records.tenantRevocation({ tenant });
     if (!revocation) return undefined;
     const discarded = await records.recordResult({
@@ -348,7 +327,7 @@ export class OperatorDesk {
     });
     // The row moved on (an attempt, or a decision in a run a reset replaced): the next decision finds it.
     if (!discarded.recorded && discarded.status !== 'discarded') return undefined;
-    this.run.details.pendingResend = undefined;
+    this.run.resendDropped();
     this.resendRequestedBy = undefined;
     this.run.setState('discarded', { recommendedAction: undefined });
     const reason = `${tenant}'s installation was revoked (${revocation.reason ?? 'revoked'}, ${revocation.revokedAt}): nothing can be sent with it. Whether the held message reached the target is unknown.`;
@@ -374,7 +353,7 @@ export class OperatorDesk {
       reason,
       result: detail,
     });
-    this.run.details.reason = `discarded: ${tenant}'s installation was revoked`;
+    this.run.explain(`discarded: ${tenant}'s installation was revoked`);
     return { kind: 'done', state: 'discarded' };
   }
 
@@ -437,18 +416,18 @@ export class OperatorDesk {
           return this.moved(entry, before, discarded);
         this.run.setState('discarded', { recommendedAction: undefined });
         await this.record(entry, 'accepted', undefined, before, 'discarded');
-        this.run.details.reason = 'discarded by an operator';
+        this.run.explain('discarded by an operator');
         return { kind: 'done', state: 'discarded' };
       }
       case 'request-resend': {
         this.resendRequestedBy = message.actor;
         this.run.setState('awaiting_approval', {
           recommendedAction: 'a different operator approves the resend (the approve update)',
+          pendingResend: {
+            operator: this.resendRequestedBy,
+            reason: String((message.payload as { reason?: unknown }).reason),
+          },
         });
-        this.run.details.pendingResend = {
-          operator: this.resendRequestedBy,
-          reason: String((message.payload as { reason?: unknown }).reason),
-        };
         await this.record(entry, 'accepted', 'awaiting approval', before, 'awaiting_approval');
         return undefined;
       }
@@ -470,7 +449,7 @@ export class OperatorDesk {
     if (action === 'discard') {
       this.run.setState('discarded', { recommendedAction: undefined });
       await this.record(entry, 'accepted', undefined, before, 'discarded');
-      this.run.details.reason = 'discarded by an operator';
+      this.run.explain('discarded by an operator');
       return { kind: 'done', state: 'discarded' };
     }
     if (action === 'reprocess') {
@@ -501,7 +480,7 @@ export class OperatorDesk {
       holdAttempts: this.run.details.attempts,
     });
     if (approval) {
-      this.run.details.pendingResend = undefined;
+      this.run.resendDropped();
       this.resendRequestedBy = undefined;
     }
     if (check.kind === 'moved') return this.moved(entry, before, check);
@@ -533,8 +512,8 @@ export class OperatorDesk {
     row: { status: string; attempts?: number },
   ): Promise<Decision | undefined> {
     const answered = this.run.hold();
-    if (row.attempts !== undefined) this.run.details.attempts = row.attempts;
-    this.run.details.pendingResend = undefined;
+    this.run.countAttempts(row.attempts);
+    this.run.resendDropped();
     this.resendRequestedBy = undefined;
     const since = `this decision answered hold ${answered}, but the effect has moved on (${row.status} after ${this.run.details.attempts} attempt(s))`;
     if (row.status === 'succeeded' || row.status === 'discarded') {

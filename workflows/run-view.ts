@@ -36,8 +36,8 @@ const SHOWN_KEYS = [
 ] as const;
 
 export class RunView {
-  state: ReplyState = 'received';
-  readonly details: RunDetails = { attempts: 0 };
+  private current: ReplyState = 'received';
+  private readonly shownDetails: RunDetails = { attempts: 0 };
   /** The effects settled so far, for the workflow's result. */
   readonly effects: EventResult['effects'] = [];
   private effect?: EffectPlan;
@@ -58,11 +58,21 @@ export class RunView {
       );
   }
 
+  /** Where the run stands, as the status query says: changed only by this class's methods. */
+  get state(): ReplyState {
+    return this.current;
+  }
+
+  /** What the status query shows besides the state: read-only outside, changed by the methods below. */
+  get details(): Readonly<RunDetails> {
+    return this.shownDetails;
+  }
+
   /** Moves to `next`, merges `extra` into the details, and shows both in the search attributes. */
   setState(next: ReplyState, extra: Partial<RunDetails> = {}): void {
-    this.state = next;
-    Object.assign(this.details, extra);
-    const { attempts, recommendedAction, lastErrorClass, step } = this.details;
+    this.current = next;
+    Object.assign(this.shownDetails, extra);
+    const { attempts, recommendedAction, lastErrorClass, step } = this.shownDetails;
     const attributes: Shown[] = [
       { key: ReplyStateKey, value: next },
       { key: Attempts, value: attempts },
@@ -89,7 +99,8 @@ export class RunView {
     const decidable = this.state === 'held' || this.state === 'awaiting_approval' || this.state === 'failed';
     if (!decidable) return undefined;
     if (this.failedPlan) return this.failedPlan.hold;
-    return this.details.effectId ? `${this.details.effectId}:${this.details.attempts}` : undefined;
+    const { effectId, attempts } = this.shownDetails;
+    return effectId ? `${effectId}:${attempts}` : undefined;
   }
 
   /**
@@ -105,7 +116,7 @@ export class RunView {
   planned(): void {
     if (!this.failedPlan) return;
     this.failedPlan = undefined;
-    Object.assign(this.details, {
+    Object.assign(this.shownDetails, {
       lastError: undefined,
       lastErrorClass: undefined,
       recommendedAction: undefined,
@@ -114,7 +125,7 @@ export class RunView {
 
   /** The effect now being worked on, shown by its business key (never its content). */
   showEffect(effect: EffectPlan): void {
-    this.details.businessKey = effect.businessKey;
+    this.shownDetails.businessKey = effect.businessKey;
     this.effect = effect;
     // Shown with the next state change, when only changes are upserted.
     if (!this.shown) upsertSearchAttributes(this.effectAttributes() as never);
@@ -132,6 +143,55 @@ export class RunView {
 
   settled(effect: EventResult['effects'][number]): void {
     this.effects.push(effect);
+  }
+
+  /**
+   * The step now being worked on, and, once claimed, its effect row. Shown in the status query; the
+   * search attributes show the step with the next state change that shows it.
+   */
+  atStep(step: string, effectId?: string): void {
+    this.shownDetails.step = step;
+    if (effectId !== undefined) this.shownDetails.effectId = effectId;
+  }
+
+  /** The effect row's count of send attempts, when the row said (decisions are bound to it: hold()). */
+  countAttempts(attempts: number | undefined): void {
+    if (attempts !== undefined) this.shownDetails.attempts = attempts;
+  }
+
+  /** Why the run ends as it will (the status query's reason and the outcome's). */
+  explain(reason: string): void {
+    this.shownDetails.reason = reason;
+  }
+
+  /** The business key is another workflow's: settled as that owner's, and said so. */
+  ownedElsewhere(businessKey: string, owner: { ownerWorkflowId: string; ownerStatus: string }): void {
+    this.settled({ businessKey, ownerWorkflowId: owner.ownerWorkflowId });
+    this.shownDetails.ownerWorkflowId = owner.ownerWorkflowId;
+    this.explain(`business key owned by ${owner.ownerWorkflowId} (${owner.ownerStatus})`);
+  }
+
+  /**
+   * A send is under way, in the status query only: runs with one-task sends show it in the search
+   * attributes with how the send ends (one upsert, not two, on the happy path).
+   */
+  sendingUnshown(): void {
+    this.current = 'processing';
+  }
+
+  /**
+   * A send succeeded: the error and the advice an earlier attempt showed are over. `shown`: in the
+   * search attributes now (runs before one-task sends), else with the final state.
+   */
+  sendSucceeded(shown: boolean): void {
+    const over = { lastErrorClass: undefined, recommendedAction: undefined };
+    if (shown) this.setState('processing', over);
+    else Object.assign(this.shownDetails, over);
+  }
+
+  /** No resend awaits approval any more (approved, or the hold it asked about is gone). */
+  resendDropped(): void {
+    this.shownDetails.pendingResend = undefined;
   }
 
   result(state: ReplyState, reason: string | undefined): EventResult {
