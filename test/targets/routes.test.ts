@@ -16,7 +16,7 @@ import {
 } from '../../src/routes';
 import { createTargets } from '../../src/targets';
 import { createWorker } from '../../src/worker';
-import { silentLogger, testConfig } from '../helpers/system';
+import { silentLogger, testConfig } from '../support/system';
 import { stripeRefund } from './harness';
 
 const VALID = `

@@ -8,7 +8,7 @@ import { slackTokens } from '../../src/targets/slack-tokens';
 import { TargetError } from '../../src/targets/types';
 import { createTenantDirectory, fileTenantDirectory } from '../../src/tenants/directory';
 import { SlackOAuthError } from '../../src/tenants/slack-oauth';
-import { testConfig } from '../helpers/system';
+import { testConfig } from '../support/system';
 
 const NOW = Date.UTC(2026, 11, 1, 12);
 const TENANT = 'slack:T0ROTATE';

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { ConfigError, loadConfig } from '../../src/config';
 import type { TenantCredential } from '../../src/db/tenant-credentials';
 import { createProviders } from '../../src/providers';
-import { lineProvider, signLineRequest } from '../../src/providers/line';
+import { lineProvider } from '../../src/providers/line';
 import { ProviderUnavailableError, WebhookVerificationError } from '../../src/providers/types';
 import { createTargets } from '../../src/targets';
 import { createTenantDirectory, FRESH_MIN_MS, TENANT_CACHE_MS } from '../../src/tenants/directory';
@@ -21,6 +21,7 @@ import {
   type TenantsFile,
   TenantsFileError,
 } from '../../src/tenants/tenants-file';
+import { signLineRequest } from '../support/signers';
 import { eventsOf, requestContext } from './providers/context';
 
 const A = `U${'a'.repeat(32)}`;

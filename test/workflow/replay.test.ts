@@ -7,7 +7,7 @@ import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { dataConverter } from '../../src/temporal/client';
-import { TEST_ENCRYPTION_KEY, workflowBundle } from '../helpers/servers';
+import { TEST_ENCRYPTION_KEY, workflowBundle } from '../support/servers';
 
 const HISTORIES = path.resolve(__dirname, '..', 'histories');
 

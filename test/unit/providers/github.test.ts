@@ -1,9 +1,10 @@
 // The GitHub provider: GitHub's documented signature example, a request signed by
 // @octokit/webhooks-methods broken one thing at a time, ping, and the (hook id, delivery) event key.
 import assert from 'node:assert/strict';
-import { githubProvider, signGitHubDelivery, verifyGitHubRequest } from '../../../src/providers/github';
+import { githubProvider, verifyGitHubRequest } from '../../../src/providers/github';
 import { WebhookPayloadError, WebhookVerificationError } from '../../../src/providers/types';
 import { chatBusinessKey } from '../../../src/routes';
+import { signGitHubDelivery } from '../../support/signers';
 import { eventsOf, flipOneByte, requestContext } from './context';
 
 const SECRET = "It's a Secret to Everybody";

@@ -2,10 +2,11 @@
 // request, several events in one request, and the normalisation the LINE target relies on.
 import assert from 'node:assert/strict';
 import { validateSignature } from '@line/bot-sdk';
-import { lineProvider, signLineRequest, verifyLineRequest } from '../../../src/providers/line';
+import { lineProvider, verifyLineRequest } from '../../../src/providers/line';
 import { WebhookPayloadError, WebhookVerificationError } from '../../../src/providers/types';
 import { toBotEvent } from '../../../src/responders/bot-event';
 import { answersByDefault, chatBusinessKey, defaultPlans } from '../../../src/routes';
+import { signLineRequest } from '../../support/signers';
 import { eventsOf, flipOneByte, requestContext } from './context';
 
 const SECRET = 'test-channel-secret';

@@ -4,10 +4,11 @@
 // everything but the reply's destination, and what the bot is given (src/responders/bot-event.ts).
 import assert from 'node:assert/strict';
 import type { BlockButtonAction, MessageShortcut, ViewClosedAction, ViewSubmitAction } from '@slack/bolt';
-import { signSlackRequest, slackProvider } from '../../../src/providers/slack';
+import { slackProvider } from '../../../src/providers/slack';
 import { WebhookPayloadError } from '../../../src/providers/types';
 import { toBotEvent } from '../../../src/responders/bot-event';
 import { answersByDefault, chatBusinessKey, planner } from '../../../src/routes';
+import { signSlackRequest } from '../../support/signers';
 import { eventsOf, requestContext } from './context';
 
 const FORM = 'application/x-www-form-urlencoded';

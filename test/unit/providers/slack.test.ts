@@ -2,14 +2,10 @@
 // time, the normalisation the default route and the Slack target rely on, and how a message
 // addresses the bot.
 import assert from 'node:assert/strict';
-import {
-  signSlackRequest,
-  slackAddressing,
-  slackProvider,
-  verifySlackRequest,
-} from '../../../src/providers/slack';
+import { slackAddressing, slackProvider, verifySlackRequest } from '../../../src/providers/slack';
 import { WebhookPayloadError, WebhookVerificationError } from '../../../src/providers/types';
 import { chatBusinessKey } from '../../../src/routes';
+import { signSlackRequest } from '../../support/signers';
 import { eventsOf, flipOneByte, requestContext } from './context';
 
 const SECRET = 'slack-test-signing-secret';
