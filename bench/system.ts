@@ -22,7 +22,7 @@ import type { InboundEvent } from '../src/providers/types';
 import { eventStartOptions } from '../src/receiver/start-event';
 import { connectClient } from '../src/temporal/client';
 import { DEV_SQLITE_PRAGMAS, startDevServer } from '../src/temporal/dev-server';
-import { addCosts, type HistoryCost, historyCost, NO_COST, transactions } from '../test/helpers/history-cost';
+import { addCosts, type HistoryCost, historyCost, NO_COST, transactions } from '../test/support/history-cost';
 import type { handleEvent } from '../workflows';
 import { ReplyState as ReplyStateKey } from '../workflows/search-attributes';
 import { rssMiB, SYSTEM_SECRET, System, type TemporalServerKind } from './chaos/system';

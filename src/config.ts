@@ -1,5 +1,6 @@
 // The environment, read once at start-up and validated as a whole: every problem is listed at once,
-// empty strings count as unset, and nothing else in the code reads process.env for settings.
+// empty strings count as unset. The only module that reads process.env (test/unit/config-read-once.test.ts
+// keeps it so): every variable it reads is in a schema here, documented in README.md and .env.example.
 import { createPrivateKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
@@ -628,13 +629,74 @@ export function loadAdminConfig(env: NodeJS.ProcessEnv = process.env): AdminConf
   return parseEnv(adminConfigSchema, env);
 }
 
-function parseEnv<S extends typeof configSchema>(schema: S, env: NodeJS.ProcessEnv): z.infer<S> {
+/**
+ * `replyflow cluster`'s settings, on top of everything else: kept out of `configSchema` like the
+ * admin's, so that receivers and workers never hold the Temporal database's credential.
+ */
+export const clusterConfigSchema = configSchema.extend({
+  /**
+   * A PostgreSQL role that may create Temporal's databases (docs/deploy.md); `--database-url` comes
+   * first. Unset: an embedded PostgreSQL under the data dir.
+   */
+  TEMPORAL_DATABASE_URL: optional,
+});
+
+export type ClusterConfig = z.infer<typeof clusterConfigSchema>;
+
+export function loadClusterConfig(env: NodeJS.ProcessEnv = process.env): ClusterConfig {
+  return parseEnv(clusterConfigSchema, env);
+}
+
+/**
+ * Where the Temporal binaries are when they are neither on PATH nor under .tools/ (src/temporal/binaries.ts).
+ * Apart from the settings: `npm install`, tests and scripts look for the binaries without a config.
+ */
+export const toolchainSchema = z.object({
+  TEMPORAL_CLI_PATH: optional,
+  TEMPORAL_TEST_SERVER_PATH: optional,
+});
+
+export type ToolchainPaths = z.infer<typeof toolchainSchema>;
+
+export function toolchainPaths(env: NodeJS.ProcessEnv = process.env): ToolchainPaths {
+  // Nothing to refuse: a path that is not there fails where the binary is run, naming it.
+  return toolchainSchema.parse(setValues(toolchainSchema, env));
+}
+
+/**
+ * This process's environment as a whole, for what is not a setting: the variables that route and
+ * tenants files name for their secrets (resolved as the file is read), and what a child process
+ * inherits. Settings come from loadConfig, never from here.
+ */
+export function processEnvironment(): NodeJS.ProcessEnv {
+  return process.env;
+}
+
+/**
+ * Those of `names` (system variables such as PATH, HOME, TZ) that are set: all that a child process
+ * gets which must not see replyflow's secrets.
+ */
+export function systemVariables<N extends string>(names: readonly N[]): Partial<Record<N, string>> {
+  const picked: Partial<Record<N, string>> = {};
+  for (const name of names) {
+    const value = process.env[name];
+    if (value !== undefined) picked[name] = value;
+  }
+  return picked;
+}
+
+/** The schema's variables of `env`, empty ones as unset. */
+function setValues(schema: z.ZodObject, env: NodeJS.ProcessEnv): Record<string, string | undefined> {
   const relevant: Record<string, string | undefined> = {};
   for (const key of Object.keys(schema.shape)) {
     const value = env[key];
     relevant[key] = value === undefined || value.trim() === '' ? undefined : value;
   }
-  const parsed = schema.safeParse(relevant);
+  return relevant;
+}
+
+function parseEnv<S extends typeof configSchema>(schema: S, env: NodeJS.ProcessEnv): z.infer<S> {
+  const parsed = schema.safeParse(setValues(schema, env));
   if (!parsed.success) {
     throw new ConfigError(parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`));
   }

@@ -35,11 +35,12 @@ export type Logger = pino.Logger;
 
 /**
  * @param level pino's level; the caller passes the validated LOG_LEVEL (src/config.ts), so that an
- *   unknown level is a config error listed with the others rather than pino's throw.
+ *   unknown level is a config error listed with the others rather than pino's throw. No default here:
+ *   LOG_LEVEL's one default is config.ts's.
  * @param destination where lines go. @default stdout (tests pass a stream to read what was logged)
  */
 export function createLogger(
-  level: pino.LevelWithSilent = 'info',
+  level: pino.LevelWithSilent,
   name = 'replyflow',
   destination?: pino.DestinationStream,
 ): Logger {

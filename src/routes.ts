@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
 import { z } from 'zod';
-import { type Config, parseDuration } from './config';
+import { type Config, parseDuration, processEnvironment } from './config';
 import { type MappingFailure, RouteFileError, RouteMappingError } from './errors';
 import { errorMessage } from './failures';
 import type { EffectPlan, StepPlan } from './model';
@@ -246,7 +246,7 @@ export interface RouteCheckOptions {
 export function workerRouteChecks(
   config: Config,
   targetConfigured: (target: string) => boolean,
-  env: NodeJS.ProcessEnv = process.env,
+  env: NodeJS.ProcessEnv = processEnvironment(),
 ): RouteCheckOptions {
   return { env, targetConfigured, standardWebhooksSources: Object.keys(config.STANDARD_WEBHOOKS_SECRETS) };
 }
@@ -287,7 +287,10 @@ export function checkRouteFile(file: string, options: RouteCheckOptions = {}): R
  * Reads and validates ROUTES_FILE (`.json`, else YAML). Environment references in headers resolve from `options.env`.
  * @throws RouteFileError listing every problem
  */
-export function loadRouteFile(file: string, options: RouteCheckOptions = { env: process.env }): RouteSet {
+export function loadRouteFile(
+  file: string,
+  options: RouteCheckOptions = { env: processEnvironment() },
+): RouteSet {
   const { set, problems } = checkRouteFile(file, options);
   if (!set) throw new RouteFileError(file, problems);
   return set;

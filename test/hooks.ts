@@ -2,7 +2,7 @@
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { installTestRuntime, stopServers } from './helpers/servers';
+import { installTestRuntime, stopServers } from './support/servers';
 
 process.env.REPLYFLOW_SDK_LOG_LEVEL ??= 'ERROR';
 // A `replyflow start` a test runs tells its runtime file to this run, not to the clone's CLI (src/running-start.ts).

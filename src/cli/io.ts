@@ -2,6 +2,7 @@
 // text it prints: aligned tables, ages, and a progress bar that only draws on a terminal.
 import { createInterface } from 'node:readline/promises';
 import { Writable } from 'node:stream';
+import { processEnvironment } from '../config';
 
 interface Output {
   write(text: string): unknown;
@@ -39,7 +40,7 @@ function ignoreClosedPipe(err: NodeJS.ErrnoException): void {
 
 export function processIo(): CliIo {
   return {
-    env: process.env,
+    env: processEnvironment(),
     stdout: leavable(process.stdout),
     stderr: leavable(process.stderr),
     async confirm(question) {

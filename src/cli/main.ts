@@ -3,9 +3,9 @@
 // failed work. `run(argv, io)` runs a command in-process and returns its exit code.
 
 import path from 'node:path';
-import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { runClusterCommand } from '../cluster/command';
-import { type Config, loadConfig, runtimeFileOf } from '../config';
+import { type Config, loadClusterConfig, loadConfig, runtimeFileOf } from '../config';
 import { ConfigError, RouteFileError } from '../errors';
 import { errorMessage } from '../failures';
 import { launch, type Running } from '../launcher';
@@ -22,9 +22,9 @@ import { registerTenantCommands } from './tenant-commands';
 import { registerWorkCommands } from './work-commands';
 
 /** The long-running commands' config: every problem listed in one line and exit 2, before anything starts. */
-function loadConfigOrExit(): ReturnType<typeof loadConfig> {
+function loadConfigOrExit<C extends Config>(load: () => C = loadConfig as () => C): C {
   try {
-    return loadConfig();
+    return load();
   } catch (err) {
     if (err instanceof ConfigError) {
       console.error(`replyflow: ${err.message}`);
@@ -207,16 +207,16 @@ export function buildProgram(
       7233,
     )
     .option('--nodes <count>', 'Temporal server nodes', nodeCount, 2)
-    .addOption(
-      new Option(
-        '--database-url <url>',
-        "a PostgreSQL role that may create Temporal's databases (default: an embedded PostgreSQL under the data dir)",
-      ).env('TEMPORAL_DATABASE_URL'),
+    // TEMPORAL_DATABASE_URL is read with the other settings (src/config.ts), not by commander.
+    .option(
+      '--database-url <url>',
+      "a PostgreSQL role that may create Temporal's databases (default: an embedded PostgreSQL under the data dir) (env: TEMPORAL_DATABASE_URL)",
     )
     .action(async (options: { port: number; nodes: number; databaseUrl?: string }) => {
-      const config = loadConfigOrExit();
+      const config = loadConfigOrExit(loadClusterConfig);
       await runClusterCommand({
         ...options,
+        databaseUrl: options.databaseUrl ?? config.TEMPORAL_DATABASE_URL,
         dataDir: config.REPLYFLOW_DATA_DIR,
         namespace: config.TEMPORAL_NAMESPACE,
       });
@@ -248,7 +248,8 @@ export async function run(argv: string[], io: CliIo = processIo()): Promise<numb
   return code;
 }
 
-if (require.main === module || process.env.REPLYFLOW_CLI === '1') {
+/** Runs this process's command line and exits with its code: bin/replyflow.js, or this file run directly. */
+export function runCommandLine(): void {
   run(process.argv.slice(2)).then(
     (code) => {
       process.exitCode = code;
@@ -259,3 +260,5 @@ if (require.main === module || process.env.REPLYFLOW_CLI === '1') {
     },
   );
 }
+
+if (require.main === module) runCommandLine();

@@ -10,6 +10,7 @@ import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
 import pg from 'pg';
 import { ALL_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
+import { systemVariables } from '../config';
 import { portIsFree } from '../ports';
 import { findTemporalCli, PROJECT_ROOT } from '../temporal/binaries';
 import { DEV_RETENTION_DAYS } from '../temporal/dev-server';
@@ -168,7 +169,7 @@ async function startNode(
 async function runScript(script: string, env: Record<string, string>): Promise<void> {
   try {
     await run('sh', [path.join(SCRIPTS, script)], {
-      env: { PATH: process.env.PATH ?? '', ...env },
+      env: { PATH: '', ...systemVariables(['PATH']), ...env },
       maxBuffer: 16 * 1024 * 1024,
     });
   } catch (err) {

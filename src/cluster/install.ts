@@ -6,6 +6,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, renameSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { processEnvironment } from '../config';
 import { isExecutable, TOOLS_DIR } from '../temporal/binaries';
 import { TemporalServerInstallError } from './errors';
 
@@ -77,7 +78,7 @@ function goInstall(gobin: string): Promise<void> {
   const args = ['install', ...COMMANDS.map((c) => `${c.pkg}@v${TEMPORAL_SERVER_VERSION}`)];
   // Pure Go (the server's SQLite driver is too): no C compiler needed, the same binary as Temporal ships.
   const child = spawn('go', args, {
-    env: { ...process.env, GOBIN: gobin, CGO_ENABLED: '0' },
+    env: { ...processEnvironment(), GOBIN: gobin, CGO_ENABLED: '0' },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   if (child.pid) {

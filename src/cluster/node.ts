@@ -7,6 +7,7 @@ import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
+import { systemVariables } from '../config';
 import { portIsFree } from '../ports';
 import { PROJECT_ROOT } from '../temporal/binaries';
 import { ClusterStartError } from './errors';
@@ -126,8 +127,9 @@ export class TemporalNode {
     const p = this.ports;
     // Only what the config template reads: nothing of replyflow's own environment reaches the server.
     return {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? os.tmpdir(),
+      PATH: '',
+      HOME: os.tmpdir(),
+      ...systemVariables(['PATH', 'HOME']),
       LOG_LEVEL: 'warn',
       POSTGRES_SEEDS: this.database.host,
       DB_PORT: String(this.database.port),

@@ -22,6 +22,7 @@ import {
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { systemVariables } from '../config';
 import { freePort } from '../ports';
 import { EmbeddedPostgresError } from './errors';
 
@@ -147,9 +148,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
  * can read its own processes' /proc/<pid>/environ. PG* variables stay out too (-D and -p say where).
  */
 function postgresEnvironment(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { LC_MESSAGES: 'C' };
-  for (const key of ['PATH', 'TZ']) if (process.env[key] !== undefined) env[key] = process.env[key];
-  return env;
+  return { LC_MESSAGES: 'C', ...systemVariables(['PATH', 'TZ']) };
 }
 
 function randomPassword(): string {

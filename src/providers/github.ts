@@ -59,22 +59,6 @@ export async function verifyGitHubRequest(secret: string, ctx: RequestContext): 
   }
 }
 
-/** The headers GitHub sends with a delivery, signed with `@octokit/webhooks-methods`, for tests. */
-export async function signGitHubDelivery(
-  secret: string,
-  body: string,
-  delivery: { event: string; deliveryId: string; hookId: string },
-): Promise<Record<string, string>> {
-  const { sign } = await webhooksMethods();
-  return {
-    'content-type': 'application/json',
-    'x-github-event': delivery.event,
-    'x-github-delivery': delivery.deliveryId,
-    'x-github-hook-id': delivery.hookId,
-    'x-hub-signature-256': await sign(secret, body),
-  };
-}
-
 function requiredHeader(ctx: RequestContext, name: string, pattern: RegExp): string {
   const value = header(ctx.headers, name);
   if (!value || !pattern.test(value)) throw missing(name);

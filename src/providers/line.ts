@@ -3,7 +3,6 @@
 // With several channels (TENANTS_FILE, LINE_CHANNELS=tenants) the body's `destination` — the bot's
 // user id, read before verifying — chooses whose secret verifies; LINE_CHANNEL_SECRET answers for any
 // destination without a channel of its own.
-import { createHmac } from 'node:crypto';
 import { validateSignature } from '@line/bot-sdk';
 import { z } from 'zod';
 import { channelFix, type LineChannel, type LineChannels } from '../tenants/line-channels';
@@ -112,14 +111,6 @@ async function verifyByDestination(
 /** True when `value` is exactly what encoding its decoded bytes gives back: nothing skipped or ignored. */
 function isCanonicalBase64(value: string): boolean {
   return Buffer.from(value, 'base64').toString('base64') === value;
-}
-
-/** Signs a body the way LINE does, for tests and local senders. */
-export function signLineRequest(channelSecret: string, body: string): Record<string, string> {
-  return {
-    'content-type': 'application/json',
-    'x-line-signature': createHmac('sha256', channelSecret).update(body).digest('base64'),
-  };
 }
 
 const source = z.looseObject({

@@ -52,24 +52,6 @@ export function verifySlackRequest(secret: string, ctx: RequestContext): void {
   }
 }
 
-/**
- * Signs a body the way Slack does, for tests and local senders: Events API envelopes are JSON,
- * commands and interactivity `application/x-www-form-urlencoded`.
- */
-export function signSlackRequest(
-  secret: string,
-  body: string,
-  at = new Date(),
-  contentType = 'application/json',
-): Record<string, string> {
-  const timestamp = String(Math.floor(at.getTime() / 1000));
-  return {
-    'content-type': contentType,
-    'x-slack-request-timestamp': timestamp,
-    'x-slack-signature': slackSignature(secret, timestamp, body),
-  };
-}
-
 const usableId = z.string().regex(/^[\w.:-]{1,200}$/, 'must be 1-200 letters, digits, or . _ : -');
 
 const urlVerification = z.object({ type: z.literal('url_verification'), challenge: z.string().min(1) });

@@ -69,18 +69,6 @@ function shortReason(libraryMessage: string): string {
   return 'Stripe-Signature does not match the raw body; check STRIPE_WEBHOOK_SECRET (the endpoint secret, whsec_…)';
 }
 
-/** Signs a body the way Stripe does, with the `stripe` package's own test helper. */
-export function signStripeEvent(secret: string, body: string, at = new Date()): Record<string, string> {
-  return {
-    'content-type': 'application/json; charset=utf-8',
-    'stripe-signature': Stripe.webhooks.generateTestHeaderString({
-      payload: body,
-      secret,
-      timestamp: Math.floor(at.getTime() / 1000),
-    }),
-  };
-}
-
 /**
  * Both payload styles Stripe sends: a snapshot event (`created` in seconds, the object in `data`) and
  * a thin event from an event destination (`object: "v2.core.event"`, `created` as ISO 8601, the

@@ -4,6 +4,7 @@
 import { execFileSync } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
+import { systemVariables, type ToolchainPaths, toolchainPaths } from '../config';
 import { errorMessage } from '../failures';
 import { TemporalBinaryMissingError } from './errors';
 
@@ -31,7 +32,7 @@ export function isExecutable(file: string): boolean {
 }
 
 function onPath(name: string): string | undefined {
-  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+  for (const dir of (systemVariables(['PATH']).PATH ?? '').split(path.delimiter)) {
     if (dir && isExecutable(path.join(dir, name))) return path.join(dir, name);
   }
   return undefined;
@@ -47,8 +48,8 @@ function missing(binary: string): TemporalBinaryMissingError {
   );
 }
 
-function locate(envVar: string, name: string): string | undefined {
-  const fromEnv = process.env[envVar];
+function locate(envVar: keyof ToolchainPaths, name: string): string | undefined {
+  const fromEnv = toolchainPaths()[envVar];
   if (fromEnv) return fromEnv;
   return (
     onPath(name) ??

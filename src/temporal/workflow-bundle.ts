@@ -101,7 +101,7 @@ function bundleOutOfProcess(workflowsPath: string): Promise<WorkflowBundle> {
     execFile(
       process.execPath,
       ['--require', require.resolve('tsx/cjs'), __filename, CHILD_FLAG, workflowsPath],
-      { maxBuffer: MAX_BUNDLE_BYTES, encoding: 'utf8', env: process.env },
+      { maxBuffer: MAX_BUNDLE_BYTES, encoding: 'utf8' },
       (err, stdout, stderr) => {
         if (err) {
           // Webpack's verdicts ("Module not found: …"), else the end of what the child printed.

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import YAML from 'yaml';
 import { z } from 'zod';
-import type { Config } from '../config';
+import { type Config, processEnvironment } from '../config';
 import type { TenantCredential, TenantRecord } from '../db/tenant-credentials';
 import { TenantsFileError } from './errors';
 import { tenantOf } from './tenant-id';
@@ -204,7 +204,7 @@ export function loadTenantsFile(file: string, env?: NodeJS.ProcessEnv): TenantsF
 /** What a receiver or a worker loads at start: TENANTS_FILE with its secrets, or nothing when it is unset. */
 export function tenantsFileOf(
   config: Pick<Config, 'TENANTS_FILE'>,
-  env: NodeJS.ProcessEnv = process.env,
+  env: NodeJS.ProcessEnv = processEnvironment(),
 ): TenantsFile {
   return config.TENANTS_FILE ? loadTenantsFile(config.TENANTS_FILE, env) : NO_TENANTS_FILE;
 }

@@ -11,9 +11,9 @@ import { freePort } from '../../src/ports';
 import { type ReceiverHandle, startReceiver } from '../../src/receiver';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import { type DevServer, startDevServer } from '../../src/temporal/dev-server';
-import { type TestOperator, testOperator } from '../helpers/operators';
-import { database, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { silentLogger, startTestWorker, testConfig } from '../helpers/system';
+import { type TestOperator, testOperator } from '../support/operators';
+import { database, TEST_ENCRYPTION_KEY } from '../support/servers';
+import { silentLogger, startTestWorker, testConfig } from '../support/system';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const CHROMIUM_FLAGS = [

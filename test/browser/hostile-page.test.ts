@@ -12,10 +12,10 @@ import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import type { Page } from 'playwright-core';
 import { BROWSER_BLOCKED_PORTS } from '../../src/temporal/browser-blocked-ports';
 import { statusQuery } from '../../workflows/messages';
-import { FakeTarget } from '../helpers/fake-target';
-import { type Listening, listenLocally } from '../helpers/fakes/base';
-import { sandboxEvent, uniqueId } from '../helpers/system';
-import { startEvent, waitForState } from '../helpers/workflows';
+import { FakeTarget } from '../support/fake-target';
+import { type Listening, listenLocally } from '../support/fakes/base';
+import { sandboxEvent, uniqueId } from '../support/system';
+import { startEvent, waitForState } from '../support/workflows';
 import { type Browser, launchBrowser, startUiStack, type UiStack } from './harness';
 
 /** Resolves to 127.0.0.1 in this browser only. */

@@ -8,12 +8,12 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { Page } from 'playwright-core';
 import { statusQuery } from '../../workflows/messages';
-import { eventually } from '../helpers/eventually';
-import { FakeTarget } from '../helpers/fake-target';
-import { listenLocally } from '../helpers/fakes/base';
-import { type TestOperator, testOperator } from '../helpers/operators';
-import { sandboxEvent, uniqueId } from '../helpers/system';
-import { auditRows, effectRows, startEvent, waitForState } from '../helpers/workflows';
+import { eventually } from '../support/eventually';
+import { FakeTarget } from '../support/fake-target';
+import { listenLocally } from '../support/fakes/base';
+import { type TestOperator, testOperator } from '../support/operators';
+import { sandboxEvent, uniqueId } from '../support/system';
+import { auditRows, effectRows, startEvent, waitForState } from '../support/workflows';
 import { type Browser, launchBrowser, screenshot, startUiStack, type UiStack, webUi } from './harness';
 
 const SELF_APPROVAL =

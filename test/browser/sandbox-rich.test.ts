@@ -14,10 +14,10 @@ import { toBotEvent } from '../../src/responders/bot-event';
 import { pageMessageId, sandboxEventId } from '../../src/sandbox/api';
 import { sandboxTarget } from '../../src/targets/sandbox';
 import { payloadCodec } from '../../src/temporal/client';
-import { eventually } from '../helpers/eventually';
-import { receiverSuite } from '../helpers/receiver';
-import { database, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { TEST_SANDBOX, testConfig } from '../helpers/system';
+import { eventually } from '../support/eventually';
+import { receiverSuite } from '../support/receiver';
+import { database, TEST_ENCRYPTION_KEY } from '../support/servers';
+import { TEST_SANDBOX, testConfig } from '../support/system';
 import { type Browser, launchBrowser } from './harness';
 
 const HOSTILE = '<img src=x onerror="window.__injected=1">';

@@ -3,8 +3,8 @@
 // see the outcome on the page; then hand the chat to a person and close it.
 import assert from 'node:assert/strict';
 import type { Page } from 'playwright-core';
-import { database } from '../helpers/servers';
-import { effectRows } from '../helpers/workflows';
+import { database } from '../support/servers';
+import { effectRows } from '../support/workflows';
 import { type Browser, launchBrowser, screenshot, startUiStack, type UiStack, webUi } from './harness';
 
 describe('sandbox page: the demo from chat to held to resolved (Chromium)', function () {

@@ -9,9 +9,9 @@ import { eventStartOptions, eventSummary } from '../../src/receiver/start-event'
 import { CODEC_BANNER } from '../../src/temporal/web-ui-guard';
 import type { handleEvent } from '../../workflows';
 import { statusQuery } from '../../workflows/messages';
-import { FakeTarget } from '../helpers/fake-target';
-import { sandboxEvent, uniqueId } from '../helpers/system';
-import { auditRows, effectRows, waitForState } from '../helpers/workflows';
+import { FakeTarget } from '../support/fake-target';
+import { sandboxEvent, uniqueId } from '../support/system';
+import { auditRows, effectRows, waitForState } from '../support/workflows';
 import { type Browser, launchBrowser, screenshot, startUiStack, type UiStack, webUi } from './harness';
 
 /**

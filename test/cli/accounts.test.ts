@@ -7,10 +7,10 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, statSync, writeFileSy
 import os from 'node:os';
 import path from 'node:path';
 import { createOperatorStore } from '../../src/db/operators';
-import { testOperator } from '../helpers/operators';
-import { database } from '../helpers/servers';
-import { uniqueId } from '../helpers/system';
-import { auditRows } from '../helpers/workflows';
+import { testOperator } from '../support/operators';
+import { database } from '../support/servers';
+import { uniqueId } from '../support/system';
+import { auditRows } from '../support/workflows';
 import { adminEnv, cli, cliCodecReceiver, cliJson, cliProcess } from './harness';
 
 const ADMIN = `admin:${os.userInfo().username}`;

@@ -10,11 +10,11 @@ import type { Inspection } from '../../src/operator/inspect';
 import type { ReconcileReport } from '../../src/operator/reconcile';
 import type { SelectionItem } from '../../src/operator/selection';
 import type { WorkItem } from '../../src/operator/workflows';
-import { eventually } from '../helpers/eventually';
-import { type TestOperator, testOperator } from '../helpers/operators';
-import { database } from '../helpers/servers';
-import { sandboxEvent, uniqueId, workerSuite } from '../helpers/system';
-import { auditRows, startEvent, waitForState } from '../helpers/workflows';
+import { eventually } from '../support/eventually';
+import { type TestOperator, testOperator } from '../support/operators';
+import { database } from '../support/servers';
+import { sandboxEvent, uniqueId, workerSuite } from '../support/system';
+import { auditRows, startEvent, waitForState } from '../support/workflows';
 import { type CliResult, cli, cliCodecReceiver, cliJson, cliProcess } from './harness';
 
 /** A port nothing listens on (just now): one was bound and closed again. */

@@ -9,10 +9,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { run } from '../../src/cli/main';
 import type { ReceiverHandle } from '../../src/receiver';
-import type { TestOperator } from '../helpers/operators';
-import { startTestReceiver } from '../helpers/receiver';
-import { database, devServer, stopWithServers } from '../helpers/servers';
-import { testConfig } from '../helpers/system';
+import type { TestOperator } from '../support/operators';
+import { startTestReceiver } from '../support/receiver';
+import { database, devServer, stopWithServers } from '../support/servers';
+import { testConfig } from '../support/system';
 
 export interface CliResult {
   code: number;

@@ -8,11 +8,11 @@ import os from 'node:os';
 import type { AuditEntry } from '../../src/operator/audit';
 import type { PurgeReport } from '../../src/operator/purge';
 import type { ReconcileReport } from '../../src/operator/reconcile';
-import { eventually } from '../helpers/eventually';
-import { operatorDecides, type TestOperator, testOperator } from '../helpers/operators';
-import { database } from '../helpers/servers';
-import { sandboxEvent, uniqueId, workerSuite } from '../helpers/system';
-import { auditRows, startEvent, waitForState } from '../helpers/workflows';
+import { eventually } from '../support/eventually';
+import { operatorDecides, type TestOperator, testOperator } from '../support/operators';
+import { database } from '../support/servers';
+import { sandboxEvent, uniqueId, workerSuite } from '../support/system';
+import { auditRows, startEvent, waitForState } from '../support/workflows';
 import { adminEnv, cli, cliJson } from './harness';
 
 describe('operator CLI: reconcile, audit, conversation, purge (dev server, PostgreSQL, a worker)', function () {

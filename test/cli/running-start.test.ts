@@ -11,7 +11,7 @@ import { cliEnvironment } from '../../src/config';
 import { freePort } from '../../src/ports';
 import { claimRuntimeFile, findRunningStart, releaseRuntimeFile } from '../../src/running-start';
 import { PROJECT_ROOT } from '../../src/temporal/binaries';
-import { eventually } from '../helpers/eventually';
+import { eventually } from '../support/eventually';
 import { cliOffline as replyflow } from './harness';
 
 /** A pid no process has any more: a child that ran and exited. */

@@ -4,10 +4,10 @@
 import assert from 'node:assert/strict';
 import { createAuditLog } from '../../src/db/audit-log';
 import type { Inspection } from '../../src/operator/inspect';
-import { operatorDecides, type TestOperator, testOperator } from '../helpers/operators';
-import { database } from '../helpers/servers';
-import { workerSuite } from '../helpers/system';
-import { heldItem } from '../helpers/workflows';
+import { operatorDecides, type TestOperator, testOperator } from '../support/operators';
+import { database } from '../support/servers';
+import { workerSuite } from '../support/system';
+import { heldItem } from '../support/workflows';
 import { cli, cliJson, cliProcess } from './harness';
 
 describe('replyflow show (dev server, PostgreSQL, a receiver, a worker, a fake target)', function () {

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../../src/temporal/binaries';
-import { database, TEST_ENCRYPTION_KEY } from '../helpers/servers';
+import { database, TEST_ENCRYPTION_KEY } from '../support/servers';
 
 interface Exit {
   code: number | null;

@@ -14,16 +14,16 @@ import type { InboundEvent } from '../../src/providers/types';
 import { eventStartOptions } from '../../src/receiver/start-event';
 import { resolveUpdate, statusQuery } from '../../workflows/messages';
 import { Tenant } from '../../workflows/search-attributes';
-import { eventually } from '../helpers/eventually';
+import { eventually } from '../support/eventually';
 import {
   operatorAdmin,
   operatorDecides,
   sealFor,
   type TestOperator,
   testOperator,
-} from '../helpers/operators';
-import { sandboxEvent, uniqueId, workerSuite } from '../helpers/system';
-import { auditRows, waitForState } from '../helpers/workflows';
+} from '../support/operators';
+import { sandboxEvent, uniqueId, workerSuite } from '../support/system';
+import { auditRows, waitForState } from '../support/workflows';
 import { adminEnv, cli, cliCodecReceiver, cliJson } from './harness';
 
 describe('operator CLI: work by tenant, operators limited to tenants (dev server, PostgreSQL, codec server, a worker, a fake target)', function () {

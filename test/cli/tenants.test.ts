@@ -9,8 +9,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { createTenantCredentialStore } from '../../src/db/tenant-credentials';
 import { payloadCodec } from '../../src/temporal/client';
-import { database, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { auditRows } from '../helpers/workflows';
+import { database, TEST_ENCRYPTION_KEY } from '../support/servers';
+import { auditRows } from '../support/workflows';
 import { adminEnv, type CliResult, cli, cliProcess } from './harness';
 
 const ADMIN = `admin:${os.userInfo().username}`;

@@ -13,17 +13,17 @@ import type { SelectionItem } from '../../src/operator/selection';
 import type { WorkItem } from '../../src/operator/workflows';
 import { payloadCodec } from '../../src/temporal/client';
 import { statusQuery } from '../../workflows/messages';
-import { eventually } from '../helpers/eventually';
+import { eventually } from '../support/eventually';
 import {
   decide,
   operatorDecides,
   staffOperators,
   type TestOperator,
   testOperator,
-} from '../helpers/operators';
-import { database, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { sandboxEvent, uniqueId, workerSuite } from '../helpers/system';
-import { auditRows, effectRows, startEvent, waitForState } from '../helpers/workflows';
+} from '../support/operators';
+import { database, TEST_ENCRYPTION_KEY } from '../support/servers';
+import { sandboxEvent, uniqueId, workerSuite } from '../support/system';
+import { auditRows, effectRows, startEvent, waitForState } from '../support/workflows';
 import { cli, cliJson, cliProcess } from './harness';
 
 describe('operator CLI: held and failed work (dev server, PostgreSQL, codec server, a worker, a fake target)', function () {

@@ -10,8 +10,8 @@ import { shardOwner } from '../../src/cluster/cluster';
 import { TEMPORAL_SERVER_VERSION } from '../../src/cluster/install';
 import { findTemporalCli } from '../../src/temporal/binaries';
 import { ALL_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
-import { multiProcessSuite } from '../helpers/multi-process';
-import { database } from '../helpers/servers';
+import { multiProcessSuite } from '../support/multi-process';
+import { database } from '../support/servers';
 import { clusterCommand, clusterPostgres, stopClusterCommand } from './fixture';
 
 const { IndexedValueType } = temporal.api.enums.v1;

@@ -1,5 +1,5 @@
 // What the cluster tests share: one PostgreSQL with room for a cluster (also replyflow's database, as
-// DATABASE_URL for test/helpers/servers), and `replyflow cluster` itself, run as a user runs it, in a
+// DATABASE_URL for test/support/servers), and `replyflow cluster` itself, run as a user runs it, in a
 // child process, against that PostgreSQL. Each is started once per run on first use.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
@@ -10,8 +10,8 @@ import { createPool } from '../../src/db/pool';
 import { setUpDatabase } from '../../src/db/setup';
 import { APPLICATION_ROLE, type EmbeddedPostgres } from '../../src/embedded/postgres';
 import { PROJECT_ROOT } from '../../src/temporal/binaries';
-import { eventually } from '../helpers/eventually';
-import { TEST_ENCRYPTION_KEY } from '../helpers/servers';
+import { eventually } from '../support/eventually';
+import { TEST_ENCRYPTION_KEY } from '../support/servers';
 
 function once<T>(start: () => Promise<T>): () => Promise<T> {
   let started: Promise<T> | undefined;
@@ -33,7 +33,7 @@ export const clusterPostgres = once(async (): Promise<EmbeddedPostgres> => {
   chmodSync(parent, 0o755); // as root, PostgreSQL runs as its own user and must reach the data dir
   const postgres = await startClusterPostgres(path.join(parent, 'data'));
   // replyflow's tables on the same server, owned by the superuser as `replyflow start` makes them;
-  // test/helpers/servers' database() (given the admin too) and the replyflow processes connect as the
+  // test/support/servers' database() (given the admin too) and the replyflow processes connect as the
   // application's role.
   const admin = createPool(postgres.adminUrl, 1);
   await setUpDatabase(admin, {

@@ -1,6 +1,6 @@
-// Mocha root hooks of `npm run test:cluster`: at the end, the servers test/helpers started (its
+// Mocha root hooks of `npm run test:cluster`: at the end, the servers test/support started (its
 // database pool), then the cluster command and its PostgreSQL.
-import { installTestRuntime, stopServers } from '../helpers/servers';
+import { installTestRuntime, stopServers } from '../support/servers';
 import { stopClusterFixtures } from './fixture';
 
 process.env.REPLYFLOW_SDK_LOG_LEVEL ??= 'ERROR';

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import examples from '@octokit/webhooks-examples';
-import { signGitHubDelivery } from '../../src/providers/github';
+import { signGitHubDelivery } from '../support/signers';
 import {
   type Answer,
   assertAll2xx,

@@ -6,9 +6,9 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import type { Config } from '../../src/config';
 import type { ReceiverHandle } from '../../src/receiver';
-import { counterValue, metricsOf, startTestReceiver } from '../helpers/receiver';
-import { devServer } from '../helpers/servers';
-import { testConfig } from '../helpers/system';
+import { counterValue, metricsOf, startTestReceiver } from '../support/receiver';
+import { devServer } from '../support/servers';
+import { testConfig } from '../support/system';
 
 export const SECRETS = {
   slack: randomBytes(16).toString('hex'),

@@ -6,8 +6,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { webhook } from '@line/bot-sdk';
-import { lineProvider, signLineRequest } from '../../src/providers/line';
+import { lineProvider } from '../../src/providers/line';
 import { answersByDefault, defaultPlans } from '../../src/routes';
+import { signLineRequest } from '../support/signers';
 import { eventsOf, requestContext } from '../unit/providers/context';
 import { assertAll2xx, conformanceReceiver, type Delivery, report, SECRETS, sendAll } from './harness';
 import { TypeExamples } from './type-examples';

@@ -6,7 +6,7 @@
 // form-encoded as Slack sends them. Every one is answered 2xx; a redelivered command is a duplicate.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { signSlackRequest } from '../../src/providers/slack';
+import { signSlackRequest } from '../support/signers';
 import {
   assertAll2xx,
   conformanceReceiver,

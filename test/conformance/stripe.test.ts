@@ -4,7 +4,7 @@
 // package marks required, signed with the package's own test helper: all answered 2xx.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { signStripeEvent } from '../../src/providers/stripe';
+import { signStripeEvent } from '../support/signers';
 import { assertAll2xx, conformanceReceiver, type Delivery, report, SECRETS, sendAll } from './harness';
 import { TypeExamples } from './type-examples';
 

@@ -14,7 +14,7 @@ import { parse as parseYaml } from 'yaml';
 import { createReceiverMetrics } from '../../src/metrics';
 import { PROJECT_ROOT } from '../../src/temporal/binaries';
 import { createWorkerMetrics, gateMetrics } from '../../src/worker-metrics';
-import { database } from '../helpers/servers';
+import { database } from '../support/servers';
 
 const RULES = path.join(PROJECT_ROOT, 'deploy/prometheus/alerts.yml');
 const RULE_TESTS = path.join(PROJECT_ROOT, 'deploy/prometheus/alerts.test.yml');

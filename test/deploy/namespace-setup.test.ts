@@ -9,8 +9,8 @@ import { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { findTemporalCli, PROJECT_ROOT } from '../../src/temporal/binaries';
 import { ALL_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
-import { devServer } from '../helpers/servers';
-import { uniqueId } from '../helpers/system';
+import { devServer } from '../support/servers';
+import { uniqueId } from '../support/system';
 import { readCompose } from './compose-file';
 
 const { IndexedValueType } = temporal.api.enums.v1;

@@ -12,9 +12,9 @@ import type { Config } from '../../src/config';
 import { signStandardWebhook } from '../../src/providers/standard-webhooks';
 import { startReceiver } from '../../src/receiver';
 import { connectClient, connectionSecurity } from '../../src/temporal/client';
-import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { silentLogger, TEST_SANDBOX, testConfig, uniqueId, withWorker } from '../helpers/system';
-import { effectRows } from '../helpers/workflows';
+import { database, devServer, TEST_ENCRYPTION_KEY } from '../support/servers';
+import { silentLogger, TEST_SANDBOX, testConfig, uniqueId, withWorker } from '../support/system';
+import { effectRows } from '../support/workflows';
 
 const SERVER_NAME = 'temporal.test';
 const CLIENT_NAME = 'replyflow-worker';

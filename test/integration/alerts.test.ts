@@ -9,13 +9,13 @@ import { createNotifier, workflowUrl } from '../../src/alerts';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import { createWorkerMetrics, type WorkerMetrics } from '../../src/worker-metrics';
 
-import { eventually } from '../helpers/eventually';
-import { FakeTarget } from '../helpers/fake-target';
-import { operatorDecides } from '../helpers/operators';
-import { capturedLogger, counterValue } from '../helpers/receiver';
-import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { FAST_POLICY, sandboxEvent, testConfig, uniqueId, withWorker } from '../helpers/system';
-import { startEvent, waitForState } from '../helpers/workflows';
+import { eventually } from '../support/eventually';
+import { FakeTarget } from '../support/fake-target';
+import { operatorDecides } from '../support/operators';
+import { capturedLogger, counterValue } from '../support/receiver';
+import { database, devServer, TEST_ENCRYPTION_KEY } from '../support/servers';
+import { FAST_POLICY, sandboxEvent, testConfig, uniqueId, withWorker } from '../support/system';
+import { startEvent, waitForState } from '../support/workflows';
 
 const UI = 'http://127.0.0.1:8233';
 

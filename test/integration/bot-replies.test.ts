@@ -5,18 +5,18 @@
 // order; it may say nothing; an answer of the wrong shape is failed before anything is sent.
 import assert from 'node:assert/strict';
 import type { AppMentionEvent } from '@slack/types';
-import { signSlackRequest } from '../../src/providers/slack';
 import type { ReceiverHandle } from '../../src/receiver';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import type { EventResult } from '../../workflows/run-view';
-import { eventually } from '../helpers/eventually';
-import { FakeLine } from '../helpers/fakes/line';
-import { FakeSlack, slackError } from '../helpers/fakes/slack';
-import { operatorDecides } from '../helpers/operators';
-import { startTestReceiver } from '../helpers/receiver';
-import { devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { startTestWorker, testConfig, uniqueId } from '../helpers/system';
-import { effectRows } from '../helpers/workflows';
+import { eventually } from '../support/eventually';
+import { FakeLine } from '../support/fakes/line';
+import { FakeSlack, slackError } from '../support/fakes/slack';
+import { operatorDecides } from '../support/operators';
+import { startTestReceiver } from '../support/receiver';
+import { devServer, TEST_ENCRYPTION_KEY } from '../support/servers';
+import { signSlackRequest } from '../support/signers';
+import { startTestWorker, testConfig, uniqueId } from '../support/system';
+import { effectRows } from '../support/workflows';
 import { linePostbackRequest } from '../targets/harness';
 
 const SIGNING_SECRET = 'bot-replies-test-signing-secret';

@@ -18,10 +18,10 @@ import {
   sessionValue,
   uiOrigins,
 } from '../../src/temporal/codec-server';
-import { type TestOperator, testOperator } from '../helpers/operators';
-import { capturedLogger, requestFrom, startTestReceiver } from '../helpers/receiver';
-import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { sandboxEvent, testConfig, uniqueId } from '../helpers/system';
+import { type TestOperator, testOperator } from '../support/operators';
+import { capturedLogger, requestFrom, startTestReceiver } from '../support/receiver';
+import { database, devServer, TEST_ENCRYPTION_KEY } from '../support/servers';
+import { sandboxEvent, testConfig, uniqueId } from '../support/system';
 
 const UI_ORIGIN = 'http://127.0.0.1:8233';
 const SECRET_TEXT = 'my order number is 4711';

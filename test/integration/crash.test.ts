@@ -8,9 +8,9 @@ import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { Config } from '../../src/config';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import type { handleEvent } from '../../workflows';
-import { eventually } from '../helpers/eventually';
-import { FakeTarget } from '../helpers/fake-target';
-import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
+import { eventually } from '../support/eventually';
+import { FakeTarget } from '../support/fake-target';
+import { database, devServer, TEST_ENCRYPTION_KEY } from '../support/servers';
 import {
   FAST_POLICY,
   sandboxEvent,
@@ -18,8 +18,8 @@ import {
   TEST_SANDBOX,
   testConfig,
   uniqueId,
-} from '../helpers/system';
-import { effectRows, startEvent, waitForState } from '../helpers/workflows';
+} from '../support/system';
+import { effectRows, startEvent, waitForState } from '../support/workflows';
 
 const BIN = path.resolve(__dirname, '..', '..', 'bin', 'replyflow.js');
 

@@ -9,7 +9,7 @@ import { loadConfig } from '../../src/config';
 import { launch } from '../../src/launcher';
 import { freePort } from '../../src/ports';
 import { startDevServer } from '../../src/temporal/dev-server';
-import { silentLogger } from '../helpers/system';
+import { silentLogger } from '../support/system';
 
 /** Every regular file under `dir`, with its permission bits in octal. */
 function fileModes(dir: string): Record<string, string> {

@@ -12,9 +12,9 @@ import { operationsActivities } from '../../activities/operations';
 import type { OperatorAccount } from '../../src/db/operators';
 import { NOT_PERMITTED, recordAction } from '../../src/operator/audit';
 import { operateConversation } from '../../src/operator/conversations';
-import { sealFor, testOperator } from '../helpers/operators';
-import { database } from '../helpers/servers';
-import { uniqueId } from '../helpers/system';
+import { sealFor, testOperator } from '../support/operators';
+import { database } from '../support/servers';
+import { uniqueId } from '../support/system';
 
 /** The error PostgreSQL raised for `sql` as the application role, or 'allowed'. */
 async function asApp(sql: string, values: unknown[] = []): Promise<string> {

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { withClient } from '../../src/db/pool';
-import { database } from '../helpers/servers';
+import { database } from '../support/servers';
 
 describe('checked-out PostgreSQL connections terminated by the server (real PostgreSQL)', () => {
   it('turns a termination between two queries into that transaction’s error, and the pool goes on', async () => {

@@ -7,12 +7,12 @@ import assert from 'node:assert/strict';
 import type { Client } from '@temporalio/client';
 import type { Config } from '../../src/config';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
-import { eventually } from '../helpers/eventually';
-import { FakeTarget } from '../helpers/fake-target';
-import { operatorDecides, staffOperators } from '../helpers/operators';
-import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { FAST_POLICY, sandboxEvent, testConfig, uniqueId, withWorker } from '../helpers/system';
-import { auditRows, startEvent } from '../helpers/workflows';
+import { eventually } from '../support/eventually';
+import { FakeTarget } from '../support/fake-target';
+import { operatorDecides, staffOperators } from '../support/operators';
+import { database, devServer, TEST_ENCRYPTION_KEY } from '../support/servers';
+import { FAST_POLICY, sandboxEvent, testConfig, uniqueId, withWorker } from '../support/system';
+import { auditRows, startEvent } from '../support/workflows';
 
 describe('a decision that arrives while the send runs (dev server, PostgreSQL, HTTP)', function () {
   this.timeout(120_000);

@@ -11,12 +11,12 @@ import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import { type DevServer, startDevServer } from '../../src/temporal/dev-server';
 import { resolveSignal } from '../../workflows/messages';
 import { Tenant } from '../../workflows/search-attributes';
-import { eventually } from '../helpers/eventually';
-import { FakeTarget } from '../helpers/fake-target';
-import { decide, twoOperators } from '../helpers/operators';
-import { TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { sandboxEvent, startTestWorker, testConfig, uniqueId } from '../helpers/system';
-import { auditRows, effectRows, startEvent, waitForState } from '../helpers/workflows';
+import { eventually } from '../support/eventually';
+import { FakeTarget } from '../support/fake-target';
+import { decide, twoOperators } from '../support/operators';
+import { TEST_ENCRYPTION_KEY } from '../support/servers';
+import { sandboxEvent, startTestWorker, testConfig, uniqueId } from '../support/system';
+import { auditRows, effectRows, startEvent, waitForState } from '../support/workflows';
 
 const FLOOD = 600;
 

@@ -11,10 +11,10 @@ import path from 'node:path';
 import { loadConfig } from '../../src/config';
 import { launch, type Running } from '../../src/launcher';
 import { freePort } from '../../src/ports';
-import { eventually } from '../helpers/eventually';
-import { type SignedRequest, sandboxRequest } from '../helpers/receiver';
-import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { silentLogger, TEST_SANDBOX, uniqueId } from '../helpers/system';
+import { eventually } from '../support/eventually';
+import { type SignedRequest, sandboxRequest } from '../support/receiver';
+import { database, devServer, TEST_ENCRYPTION_KEY } from '../support/servers';
+import { silentLogger, TEST_SANDBOX, uniqueId } from '../support/system';
 
 describe('eager start: replyflow start hands an event to its own worker (dev server, PostgreSQL, HTTP)', function () {
   this.timeout(180_000);

@@ -27,7 +27,7 @@ import {
 import { launch } from '../../src/launcher';
 import { createLogger } from '../../src/logger';
 import { freePort } from '../../src/ports';
-import { database, devServer } from '../helpers/servers';
+import { database, devServer } from '../support/servers';
 
 const asRoot = process.getuid?.() === 0;
 

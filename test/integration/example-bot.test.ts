@@ -8,9 +8,9 @@ import { freePort } from '../../src/ports';
 import { type ReceiverHandle, startReceiver } from '../../src/receiver';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import type { EventResult } from '../../workflows/run-view';
-import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { silentLogger, startTestWorker, testConfig, uniqueId } from '../helpers/system';
-import { effectRows } from '../helpers/workflows';
+import { database, devServer, TEST_ENCRYPTION_KEY } from '../support/servers';
+import { silentLogger, startTestWorker, testConfig, uniqueId } from '../support/system';
+import { effectRows } from '../support/workflows';
 
 /** A row of the conversation as the sandbox page gets it (GET /sandbox/api/conversations/:id/messages). */
 interface ChatRow {

@@ -6,12 +6,12 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import examples from '@octokit/webhooks-examples';
 import type { Config } from '../../src/config';
-import { signGitHubDelivery } from '../../src/providers/github';
 import type { EventResult } from '../../workflows/run-view';
-import { FakeGithub, testGithubApp, tokenOf } from '../helpers/fakes/github';
-import { startTestSystem, type TestSystem } from '../helpers/receiver';
-import { devServer } from '../helpers/servers';
-import { testConfig, uniqueId } from '../helpers/system';
+import { FakeGithub, testGithubApp, tokenOf } from '../support/fakes/github';
+import { startTestSystem, type TestSystem } from '../support/receiver';
+import { devServer } from '../support/servers';
+import { signGitHubDelivery } from '../support/signers';
+import { testConfig, uniqueId } from '../support/system';
 
 const SECRET = 'github-app-test-webhook-secret';
 const APP = testGithubApp('310931');

@@ -4,10 +4,11 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { createPool } from '../../src/db/pool';
-import { GITHUB_REPLAY_WINDOW_DAYS, signGitHubDelivery } from '../../src/providers/github';
-import { receiverSuite } from '../helpers/receiver';
-import { database } from '../helpers/servers';
-import { testConfig, uniqueId } from '../helpers/system';
+import { GITHUB_REPLAY_WINDOW_DAYS } from '../../src/providers/github';
+import { receiverSuite } from '../support/receiver';
+import { database } from '../support/servers';
+import { signGitHubDelivery } from '../support/signers';
+import { testConfig, uniqueId } from '../support/system';
 
 const SECRET = 'github-replay-test-secret';
 

@@ -6,11 +6,11 @@
 // duplicate. Real dev server, PostgreSQL, receiver and worker over HTTP.
 import assert from 'node:assert/strict';
 import type { ReceiverHandle } from '../../src/receiver';
-import { eventually } from '../helpers/eventually';
-import { post, sandboxRequest, startTestReceiver } from '../helpers/receiver';
-import { devServer } from '../helpers/servers';
-import { sandboxEvent, uniqueId, workerSuite } from '../helpers/system';
-import { temporalCli } from '../helpers/temporal-cli';
+import { eventually } from '../support/eventually';
+import { post, sandboxRequest, startTestReceiver } from '../support/receiver';
+import { devServer } from '../support/servers';
+import { sandboxEvent, uniqueId, workerSuite } from '../support/system';
+import { temporalCli } from '../support/temporal-cli';
 
 describe('a start under a future event id that the receiver did not make (dev server, the temporal CLI)', function () {
   this.timeout(180_000);

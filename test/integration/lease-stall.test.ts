@@ -10,12 +10,12 @@ import type { Pool } from '../../src/db/pool';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import type { handleEvent } from '../../workflows';
 
-import { eventually } from '../helpers/eventually';
-import { FakeTarget } from '../helpers/fake-target';
-import { operatorDecides, secondOperatorApproves } from '../helpers/operators';
-import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { FAST_POLICY, sandboxEvent, testConfig, uniqueId, withWorker } from '../helpers/system';
-import { effectRows, startEvent, waitForState } from '../helpers/workflows';
+import { eventually } from '../support/eventually';
+import { FakeTarget } from '../support/fake-target';
+import { operatorDecides, secondOperatorApproves } from '../support/operators';
+import { database, devServer, TEST_ENCRYPTION_KEY } from '../support/servers';
+import { FAST_POLICY, sandboxEvent, testConfig, uniqueId, withWorker } from '../support/system';
+import { effectRows, startEvent, waitForState } from '../support/workflows';
 
 type Args = unknown[];
 type Step = keyof EffectsRepository;

@@ -8,9 +8,9 @@ import { loadConfig } from '../../src/config';
 import { launch } from '../../src/launcher';
 import { freePort } from '../../src/ports';
 import { createWorkerMetrics, serveWorkerMetrics } from '../../src/worker-metrics';
-import { startTestReceiver } from '../helpers/receiver';
-import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { silentLogger, testConfig } from '../helpers/system';
+import { startTestReceiver } from '../support/receiver';
+import { database, devServer, TEST_ENCRYPTION_KEY } from '../support/servers';
+import { silentLogger, testConfig } from '../support/system';
 
 describe('listening addresses (HOST)', function () {
   this.timeout(120_000);

@@ -10,11 +10,11 @@ import path from 'node:path';
 import { loadConfig } from '../../src/config';
 import { launch, type Running } from '../../src/launcher';
 import { freePort } from '../../src/ports';
-import { eventually } from '../helpers/eventually';
-import { testOperator } from '../helpers/operators';
-import { capturedLogger, sandboxRequest } from '../helpers/receiver';
-import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { TEST_SANDBOX, uniqueId } from '../helpers/system';
+import { eventually } from '../support/eventually';
+import { testOperator } from '../support/operators';
+import { capturedLogger, sandboxRequest } from '../support/receiver';
+import { database, devServer, TEST_ENCRYPTION_KEY } from '../support/servers';
+import { TEST_SANDBOX, uniqueId } from '../support/system';
 
 /** The top-level keys of one JSON line, in order and with repeats (which JSON.parse drops). */
 function topLevelKeys(line: string): string[] {

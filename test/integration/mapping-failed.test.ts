@@ -9,18 +9,18 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Alert } from '../../activities';
 import type { Config } from '../../src/config';
-import { signStripeEvent } from '../../src/providers/stripe';
 import type { ReceiverHandle } from '../../src/receiver';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import { statusQuery } from '../../workflows/messages';
 import { FailedStep, LastErrorClass, RecommendedAction, ReplyState } from '../../workflows/search-attributes';
-import { eventually } from '../helpers/eventually';
-import { FakeOrders } from '../helpers/fakes/orders';
-import { type TestOperator, testOperator } from '../helpers/operators';
-import { startTestReceiver } from '../helpers/receiver';
-import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { startTestWorker, testConfig, uniqueId } from '../helpers/system';
-import { effectRows, waitForState } from '../helpers/workflows';
+import { eventually } from '../support/eventually';
+import { FakeOrders } from '../support/fakes/orders';
+import { type TestOperator, testOperator } from '../support/operators';
+import { startTestReceiver } from '../support/receiver';
+import { database, devServer, TEST_ENCRYPTION_KEY } from '../support/servers';
+import { signStripeEvent } from '../support/signers';
+import { startTestWorker, testConfig, uniqueId } from '../support/system';
+import { effectRows, waitForState } from '../support/workflows';
 
 const STRIPE_SECRET = 'whsec_mapping_failed_test_secret';
 

@@ -1,6 +1,6 @@
-// Two receivers and two workers as separate processes on the dev server: test/helpers/multi-process.ts.
-import { multiProcessSuite } from '../helpers/multi-process';
-import { database, devServer } from '../helpers/servers';
+// Two receivers and two workers as separate processes on the dev server: test/support/multi-process.ts.
+import { multiProcessSuite } from '../support/multi-process';
+import { database, devServer } from '../support/servers';
 
 describe('two receivers and two workers as separate processes (one dev server, one PostgreSQL)', function () {
   this.timeout(300_000);

@@ -13,12 +13,12 @@ import type { ReceiverHandle } from '../../src/receiver';
 import { connectClient, payloadCodec, type TemporalClient } from '../../src/temporal/client';
 import { FAILED_SIGN_INS_PER_SOURCE, SESSION_COOKIE } from '../../src/temporal/codec-server';
 import { resolveUpdate, statusQuery } from '../../workflows/messages';
-import { FakeTarget } from '../helpers/fake-target';
-import { sealFor, type TestOperator, testOperator } from '../helpers/operators';
-import { requestFrom, startTestReceiver } from '../helpers/receiver';
-import { devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { sandboxEvent, startTestWorker, testConfig, uniqueId } from '../helpers/system';
-import { auditRows, startEvent, waitForState } from '../helpers/workflows';
+import { FakeTarget } from '../support/fake-target';
+import { sealFor, type TestOperator, testOperator } from '../support/operators';
+import { requestFrom, startTestReceiver } from '../support/receiver';
+import { devServer, TEST_ENCRYPTION_KEY } from '../support/servers';
+import { sandboxEvent, startTestWorker, testConfig, uniqueId } from '../support/system';
+import { auditRows, startEvent, waitForState } from '../support/workflows';
 
 const UI_ORIGIN = 'http://127.0.0.1:8233';
 

@@ -11,12 +11,12 @@ import { createOperatorStore } from '../../src/db/operators';
 import { Failure } from '../../src/failures';
 import { updateVerdict } from '../../src/operator/decisions';
 import { type DecisionInput, resolveUpdate, statusQuery } from '../../workflows/messages';
-import { eventually } from '../helpers/eventually';
-import { decide, sealFor, type TestOperator, testOperator } from '../helpers/operators';
-import { database } from '../helpers/servers';
-import { sandboxEvent, uniqueId, workerSuite } from '../helpers/system';
-import { temporalCli } from '../helpers/temporal-cli';
-import { auditRows, effectRows, heldItem as heldSandboxItem } from '../helpers/workflows';
+import { eventually } from '../support/eventually';
+import { decide, sealFor, type TestOperator, testOperator } from '../support/operators';
+import { database } from '../support/servers';
+import { sandboxEvent, uniqueId, workerSuite } from '../support/system';
+import { temporalCli } from '../support/temporal-cli';
+import { auditRows, effectRows, heldItem as heldSandboxItem } from '../support/workflows';
 
 const UPDATE_COMPLETED =
   temporal.api.enums.v1.UpdateWorkflowExecutionLifecycleStage

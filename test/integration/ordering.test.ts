@@ -10,11 +10,11 @@ import { operateConversation } from '../../src/operator/conversations';
 import type { InboundEvent } from '../../src/providers/types';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import { statusQuery } from '../../workflows/messages';
-import { FakeTarget } from '../helpers/fake-target';
-import { operatorDecides } from '../helpers/operators';
-import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { FAST_POLICY, sandboxEvent, startTestWorker, testConfig, uniqueId } from '../helpers/system';
-import { auditRows, effectRows, startEvent, waitForState } from '../helpers/workflows';
+import { FakeTarget } from '../support/fake-target';
+import { operatorDecides } from '../support/operators';
+import { database, devServer, TEST_ENCRYPTION_KEY } from '../support/servers';
+import { FAST_POLICY, sandboxEvent, startTestWorker, testConfig, uniqueId } from '../support/system';
+import { auditRows, effectRows, startEvent, waitForState } from '../support/workflows';
 
 describe('ordering: business state decides, one conversation at a time (dev server, PostgreSQL)', function () {
   this.timeout(180_000);

@@ -7,19 +7,17 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createSignedBodiesStore } from '../../src/db/github-signed-bodies';
 import { createReceiverMetrics } from '../../src/metrics';
-import { GITHUB_REPLAY_WINDOW_DAYS, signGitHubDelivery } from '../../src/providers/github';
+import { GITHUB_REPLAY_WINDOW_DAYS } from '../../src/providers/github';
 import { createProviders } from '../../src/providers/index';
-import { signLineRequest } from '../../src/providers/line';
-import { signSlackRequest } from '../../src/providers/slack';
 import { signStandardWebhook } from '../../src/providers/standard-webhooks';
-import { signStripeEvent } from '../../src/providers/stripe';
 import type { InboundEvent } from '../../src/providers/types';
 import { createReceiverApp } from '../../src/receiver/app';
 import { TemporalUnavailableError } from '../../src/receiver/errors';
 import type { EventStarter, StartOutcome } from '../../src/receiver/start-event';
-import { counterValue } from '../helpers/receiver';
-import { database } from '../helpers/servers';
-import { silentLogger, testConfig, uniqueId } from '../helpers/system';
+import { counterValue } from '../support/receiver';
+import { database } from '../support/servers';
+import { signGitHubDelivery, signLineRequest, signSlackRequest, signStripeEvent } from '../support/signers';
+import { silentLogger, testConfig, uniqueId } from '../support/system';
 
 const SECRETS = {
   SLACK_SIGNING_SECRET: 'slack-http-test-secret',

@@ -14,9 +14,9 @@ import {
   sandboxRequest,
   standardRequest,
   startTestReceiver,
-} from '../helpers/receiver';
-import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { TEST_SANDBOX, testConfig, uniqueId } from '../helpers/system';
+} from '../support/receiver';
+import { database, devServer, TEST_ENCRYPTION_KEY } from '../support/servers';
+import { TEST_SANDBOX, testConfig, uniqueId } from '../support/system';
 
 const BODY_LIMIT = 4096;
 /** Text that must never come back in a response or appear in a log. */

@@ -2,8 +2,8 @@
 // concurrent deliveries start a workflow; the rest, and any redelivery after it closed, are answered
 // `200 duplicate` and change nothing.
 import assert from 'node:assert/strict';
-import { eventually } from '../helpers/eventually';
-import { FakeTarget } from '../helpers/fake-target';
+import { eventually } from '../support/eventually';
+import { FakeTarget } from '../support/fake-target';
 import {
   counterValue,
   metricsOf,
@@ -13,10 +13,10 @@ import {
   STD_SOURCE,
   sandboxRequest,
   standardRequest,
-} from '../helpers/receiver';
-import { devServer } from '../helpers/servers';
-import { testConfig, withWorker } from '../helpers/system';
-import { effectRows } from '../helpers/workflows';
+} from '../support/receiver';
+import { devServer } from '../support/servers';
+import { testConfig, withWorker } from '../support/system';
+import { effectRows } from '../support/workflows';
 
 const DELIVERIES = 50;
 

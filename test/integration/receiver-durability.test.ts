@@ -11,11 +11,11 @@ import type { ReceiverHandle } from '../../src/receiver';
 import { RETRY_AFTER_SECONDS } from '../../src/receiver/app';
 import { connectClient } from '../../src/temporal/client';
 import { type DevServer, startDevServer } from '../../src/temporal/dev-server';
-import { FakeTarget } from '../helpers/fake-target';
-import { counterValue, metricsOf, post, sandboxRequest, startTestReceiver } from '../helpers/receiver';
-import { database, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { testConfig, withWorker } from '../helpers/system';
-import { effectRows } from '../helpers/workflows';
+import { FakeTarget } from '../support/fake-target';
+import { counterValue, metricsOf, post, sandboxRequest, startTestReceiver } from '../support/receiver';
+import { database, TEST_ENCRYPTION_KEY } from '../support/servers';
+import { testConfig, withWorker } from '../support/system';
+import { effectRows } from '../support/workflows';
 
 /** LINE's ack deadline, the shortest of our senders' (Slack: 3 s). */
 const LINE_DEADLINE_MS = 2000;

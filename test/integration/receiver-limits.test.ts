@@ -6,10 +6,10 @@ import http from 'node:http';
 import net from 'node:net';
 import type { Config } from '../../src/config';
 import { type ReceiverHandle, serverLimits } from '../../src/receiver';
-import { eventually } from '../helpers/eventually';
-import { startTestReceiver } from '../helpers/receiver';
-import { devServer } from '../helpers/servers';
-import { testConfig } from '../helpers/system';
+import { eventually } from '../support/eventually';
+import { startTestReceiver } from '../support/receiver';
+import { devServer } from '../support/servers';
+import { testConfig } from '../support/system';
 
 /** Room for a loaded 2-core machine between the server's check and the client seeing the close. */
 const SLACK_MS = 1000;

@@ -17,9 +17,9 @@ import {
   standardRequest,
   startTestReceiver,
   unreachablePool,
-} from '../helpers/receiver';
-import { devServer } from '../helpers/servers';
-import { testConfig, uniqueId } from '../helpers/system';
+} from '../support/receiver';
+import { devServer } from '../support/servers';
+import { testConfig, uniqueId } from '../support/system';
 
 const readiness = async (receiver: ReceiverHandle) => {
   const response = await fetch(`${receiver.url}/readyz`);

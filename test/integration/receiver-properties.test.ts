@@ -11,21 +11,15 @@ import { type Config, configSchema, loadConfig } from '../../src/config';
 import { createSignedBodiesStore } from '../../src/db/github-signed-bodies';
 import { createReceiverMetrics } from '../../src/metrics';
 import { createProviders } from '../../src/providers';
-import {
-  GITHUB_REPLAY_WINDOW_DAYS,
-  type SignedBodyLedger,
-  signGitHubDelivery,
-} from '../../src/providers/github';
-import { signLineRequest } from '../../src/providers/line';
-import { signSlackRequest } from '../../src/providers/slack';
+import { GITHUB_REPLAY_WINDOW_DAYS, type SignedBodyLedger } from '../../src/providers/github';
 import { signStandardWebhook } from '../../src/providers/standard-webhooks';
-import { signStripeEvent } from '../../src/providers/stripe';
 import type { InboundEvent } from '../../src/providers/types';
 import { createReceiverApp } from '../../src/receiver/app';
 import { TemporalUnavailableError } from '../../src/receiver/errors';
 import type { EventStarter, StartOutcome } from '../../src/receiver/start-event';
-import { database } from '../helpers/servers';
-import { silentLogger } from '../helpers/system';
+import { database } from '../support/servers';
+import { signGitHubDelivery, signLineRequest, signSlackRequest, signStripeEvent } from '../support/signers';
+import { silentLogger } from '../support/system';
 
 const SOURCE = 'orders';
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 150);

@@ -11,9 +11,9 @@ import {
   sandboxRequest,
   standardRequest,
   startTestReceiver,
-} from '../helpers/receiver';
-import { devServer } from '../helpers/servers';
-import { TEST_SANDBOX, testConfig, uniqueId } from '../helpers/system';
+} from '../support/receiver';
+import { devServer } from '../support/servers';
+import { TEST_SANDBOX, testConfig, uniqueId } from '../support/system';
 
 const BODY_LIMIT = 2048;
 /** Text that must never appear in a log. */

@@ -5,9 +5,9 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { ReceiverHandle } from '../../src/receiver';
 import { fromLoopback, pageMessageId } from '../../src/sandbox/api';
-import { startTestReceiver } from '../helpers/receiver';
-import { database, devServer } from '../helpers/servers';
-import { TEST_SANDBOX, testConfig, uniqueId } from '../helpers/system';
+import { startTestReceiver } from '../support/receiver';
+import { database, devServer } from '../support/servers';
+import { TEST_SANDBOX, testConfig, uniqueId } from '../support/system';
 
 /** The status of a request with the given Host header (fetch does not let a caller set Host). */
 function statusFor(receiver: ReceiverHandle, path: string, init: RequestInit, host: string): Promise<number> {

@@ -15,9 +15,9 @@ import { connectClient, payloadCodec, type TemporalClient } from '../../src/temp
 import { SearchAttributesMissingError } from '../../src/temporal/errors';
 import { createWorker } from '../../src/worker';
 import { ALL_SEARCH_ATTRIBUTES, Tenant } from '../../workflows/search-attributes';
-import { startTestReceiver } from '../helpers/receiver';
-import { database, devServer, TEST_ENCRYPTION_KEY, workflowBundle } from '../helpers/servers';
-import { sandboxEvent, silentLogger, testConfig, uniqueId } from '../helpers/system';
+import { startTestReceiver } from '../support/receiver';
+import { database, devServer, TEST_ENCRYPTION_KEY, workflowBundle } from '../support/servers';
+import { sandboxEvent, silentLogger, testConfig, uniqueId } from '../support/system';
 
 /** Polls `check` until it holds or the deadline passes (namespace changes reach the frontend's cache). */
 async function eventually(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {

@@ -3,8 +3,8 @@
 // instead of all writing at once and learning the limit from a 429. Real PostgreSQL.
 import assert from 'node:assert/strict';
 import { createSendPacing } from '../../src/db/send-pacing';
-import { database } from '../helpers/servers';
-import { uniqueId } from '../helpers/system';
+import { database } from '../support/servers';
+import { uniqueId } from '../support/system';
 
 describe('send pacing: slots per destination (real PostgreSQL)', () => {
   it('gives concurrent senders to one destination slots an interval apart, and none past the wait allowed', async () => {

@@ -7,24 +7,24 @@
 import assert from 'node:assert/strict';
 import type { AppMentionEvent } from '@slack/types';
 import type { Config } from '../../src/config';
-import { signSlackRequest } from '../../src/providers/slack';
 import { SLACK_EVENTS_ACTOR, SLACK_OAUTH_ACTOR } from '../../src/receiver/slack-install';
 import { signInstallState } from '../../src/tenants/slack-oauth';
 import { statusQuery, tenantRevokedSignal } from '../../workflows/messages';
 import { REVOCATION_ACTION, REVOCATION_ACTOR } from '../../workflows/operator-desk';
 import type { EventResult } from '../../workflows/run-view';
-import { eventually } from '../helpers/eventually';
-import { FakeSlack } from '../helpers/fakes/slack';
+import { eventually } from '../support/eventually';
+import { FakeSlack } from '../support/fakes/slack';
 import {
   capturedLogger,
   startTestReceiver,
   startTestSystem,
   type TestSystem,
   unreachablePool,
-} from '../helpers/receiver';
-import { database, devServer } from '../helpers/servers';
-import { testConfig, uniqueId } from '../helpers/system';
-import { auditRows, effectRows, waitForState } from '../helpers/workflows';
+} from '../support/receiver';
+import { database, devServer } from '../support/servers';
+import { signSlackRequest } from '../support/signers';
+import { testConfig, uniqueId } from '../support/system';
+import { auditRows, effectRows, waitForState } from '../support/workflows';
 
 const SIGNING_SECRET = 'slack-installations-test-signing-secret';
 

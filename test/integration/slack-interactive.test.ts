@@ -5,15 +5,15 @@
 import assert from 'node:assert/strict';
 import type { BlockButtonAction, SlashCommand } from '@slack/bolt';
 import type { Config } from '../../src/config';
-import { signSlackRequest } from '../../src/providers/slack';
 import type { ReceiverHandle } from '../../src/receiver';
 import { DEFAULT_FAQ } from '../../src/responders/faq';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
-import { FakeResponseUrls } from '../helpers/fakes/slack-response';
-import { startTestReceiver } from '../helpers/receiver';
-import { devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { startTestWorker, testConfig, uniqueId } from '../helpers/system';
-import { effectRows, waitForState } from '../helpers/workflows';
+import { FakeResponseUrls } from '../support/fakes/slack-response';
+import { startTestReceiver } from '../support/receiver';
+import { devServer, TEST_ENCRYPTION_KEY } from '../support/servers';
+import { signSlackRequest } from '../support/signers';
+import { startTestWorker, testConfig, uniqueId } from '../support/system';
+import { effectRows, waitForState } from '../support/workflows';
 
 const SIGNING_SECRET = 'slack-interactive-test-signing-secret';
 const TEAM = 'T0INTERACT';

@@ -9,14 +9,14 @@ import { randomUUID } from 'node:crypto';
 import type { AppMentionEvent, GenericMessageEvent } from '@slack/types';
 import type { Config } from '../../src/config';
 import { createEffectsRepository } from '../../src/db/effects';
-import { signSlackRequest } from '../../src/providers/slack';
 import type { ReceiverHandle } from '../../src/receiver';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
 import type { EventResult } from '../../workflows/run-view';
-import { FakeSlack } from '../helpers/fakes/slack';
-import { startTestReceiver } from '../helpers/receiver';
-import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { startTestWorker, testConfig, uniqueId } from '../helpers/system';
+import { FakeSlack } from '../support/fakes/slack';
+import { startTestReceiver } from '../support/receiver';
+import { database, devServer, TEST_ENCRYPTION_KEY } from '../support/servers';
+import { signSlackRequest } from '../support/signers';
+import { startTestWorker, testConfig, uniqueId } from '../support/system';
 
 const SIGNING_SECRET = 'slack-replies-test-signing-secret';
 /** The app's bot user, as Slack names it in every envelope's `authorizations`. */

@@ -7,10 +7,10 @@ import { chmodSync, existsSync, mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort, portIsFree } from '../../src/ports';
-import { signSlackRequest } from '../../src/providers/slack';
-import { eventually } from '../helpers/eventually';
-import { FakeSlack } from '../helpers/fakes/slack';
-import { uniqueId } from '../helpers/system';
+import { eventually } from '../support/eventually';
+import { FakeSlack } from '../support/fakes/slack';
+import { signSlackRequest } from '../support/signers';
+import { uniqueId } from '../support/system';
 
 const BIN = path.resolve(__dirname, '..', '..', 'bin', 'replyflow.js');
 const SLACK_SECRET = 'start-under-load-signing-secret';

@@ -6,9 +6,9 @@ import type { Client } from '@temporalio/client';
 import { signStandardWebhook } from '../../src/providers/standard-webhooks';
 import { type ReceiverHandle, startReceiver } from '../../src/receiver';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
-import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { silentLogger, TEST_SANDBOX, testConfig, uniqueId, withWorker } from '../helpers/system';
-import { effectRows } from '../helpers/workflows';
+import { database, devServer, TEST_ENCRYPTION_KEY } from '../support/servers';
+import { silentLogger, TEST_SANDBOX, testConfig, uniqueId, withWorker } from '../support/system';
+import { effectRows } from '../support/workflows';
 
 describe('thin path: sandbox webhook → workflow → sandbox reply (dev server, PostgreSQL, HTTP)', function () {
   this.timeout(120_000);

@@ -11,12 +11,12 @@ import { connectClient, dataConverter, type TemporalClient } from '../../src/tem
 import type { Tracing } from '../../src/tracing';
 import { tracingWith } from '../../src/tracing/sdk';
 import { cli } from '../cli/harness';
-import { eventually } from '../helpers/eventually';
-import { FakeTarget } from '../helpers/fake-target';
-import { testOperator } from '../helpers/operators';
-import { capturedLogger, post, sandboxRequest, startTestReceiver } from '../helpers/receiver';
-import { database, devServer, TEST_ENCRYPTION_KEY, workflowBundle } from '../helpers/servers';
-import { startTestWorker, testConfig } from '../helpers/system';
+import { eventually } from '../support/eventually';
+import { FakeTarget } from '../support/fake-target';
+import { testOperator } from '../support/operators';
+import { capturedLogger, post, sandboxRequest, startTestReceiver } from '../support/receiver';
+import { database, devServer, TEST_ENCRYPTION_KEY, workflowBundle } from '../support/servers';
+import { startTestWorker, testConfig } from '../support/system';
 
 describe('traces (dev server, PostgreSQL, a receiver, a worker, a fake target, an in-memory exporter)', function () {
   this.timeout(60_000);

@@ -10,13 +10,13 @@ import path from 'node:path';
 import { freePort } from '../../src/ports';
 import { connectClient, type TemporalClient } from '../../src/temporal/client';
 
-import { eventually } from '../helpers/eventually';
-import { FakeTarget } from '../helpers/fake-target';
-import { operatorDecides } from '../helpers/operators';
-import { counterValue } from '../helpers/receiver';
-import { database, devServer, TEST_ENCRYPTION_KEY, type TestDatabase } from '../helpers/servers';
-import { sandboxEvent, TEST_SANDBOX, uniqueId } from '../helpers/system';
-import { startEvent, waitForState } from '../helpers/workflows';
+import { eventually } from '../support/eventually';
+import { FakeTarget } from '../support/fake-target';
+import { operatorDecides } from '../support/operators';
+import { counterValue } from '../support/receiver';
+import { database, devServer, TEST_ENCRYPTION_KEY, type TestDatabase } from '../support/servers';
+import { sandboxEvent, TEST_SANDBOX, uniqueId } from '../support/system';
+import { startEvent, waitForState } from '../support/workflows';
 
 const PROJECT_ROOT = path.resolve(__dirname, '..', '..');
 

@@ -11,10 +11,10 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ReceiverHandle } from '../../src/receiver';
 import { PROJECT_ROOT } from '../../src/temporal/binaries';
-import { eventually } from '../helpers/eventually';
-import { post, sandboxRequest, startTestReceiver } from '../helpers/receiver';
-import { database, devServer, TEST_ENCRYPTION_KEY } from '../helpers/servers';
-import { TEST_SANDBOX, testConfig } from '../helpers/system';
+import { eventually } from '../support/eventually';
+import { post, sandboxRequest, startTestReceiver } from '../support/receiver';
+import { database, devServer, TEST_ENCRYPTION_KEY } from '../support/servers';
+import { TEST_SANDBOX, testConfig } from '../support/system';
 
 /** Text that must never appear in the worker's output. */
 const CANARY = 'MAUVE-PANGOLIN-2208';

@@ -8,8 +8,8 @@ import { TargetError } from '../../src/targets/errors';
 import { githubTarget } from '../../src/targets/github';
 import { installationTokens, TOKEN_REFRESH_MARGIN_MS } from '../../src/targets/github-app';
 import { createTargets, TARGET_SETTINGS } from '../../src/targets/index';
-import { FakeGithub, testGithubApp, tokenOf } from '../helpers/fakes/github';
-import { testConfig, uniqueId } from '../helpers/system';
+import { FakeGithub, testGithubApp, tokenOf } from '../support/fakes/github';
+import { testConfig, uniqueId } from '../support/system';
 
 const APP = testGithubApp();
 

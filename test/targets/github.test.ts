@@ -7,11 +7,11 @@ import type { Config } from '../../src/config';
 import type { InboundEvent } from '../../src/providers/types';
 import { effectMarker } from '../../src/targets/github';
 
-import { FakeGithub, secondaryRateLimit } from '../helpers/fakes/github';
-import { operatorDecides } from '../helpers/operators';
-import { timeSkipping } from '../helpers/servers';
-import { startTestWorker, testConfig, uniqueId } from '../helpers/system';
-import { effectRows, startEvent, waitForState } from '../helpers/workflows';
+import { FakeGithub, secondaryRateLimit } from '../support/fakes/github';
+import { operatorDecides } from '../support/operators';
+import { timeSkipping } from '../support/servers';
+import { startTestWorker, testConfig, uniqueId } from '../support/system';
+import { effectRows, startEvent, waitForState } from '../support/workflows';
 import { githubIssueOpened } from './harness';
 
 describe('GitHub target (issue comment + hidden marker lookup) through the event workflow', function () {

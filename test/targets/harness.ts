@@ -2,9 +2,9 @@
 // providers produce (Slack thread, LINE reply token and user, GitHub issue) and Stripe refunds; and a
 // LINE answer with a quick reply and a flex message.
 import type { webhook } from '@line/bot-sdk';
-import { signLineRequest } from '../../src/providers/line';
 import type { InboundEvent } from '../../src/providers/types';
-import { uniqueId } from '../helpers/system';
+import { signLineRequest } from '../support/signers';
+import { uniqueId } from '../support/system';
 
 function chatEvent(
   provider: string,

@@ -14,11 +14,11 @@ import { updateVerdict } from '../../src/operator/decisions';
 import type { InboundEvent } from '../../src/providers/types';
 import { reprocessUpdate } from '../../workflows/messages';
 import { FailedStep } from '../../workflows/search-attributes';
-import { FakeOrders } from '../helpers/fakes/orders';
-import { operatorDecides, sealFor, staffOperators } from '../helpers/operators';
-import { timeSkipping } from '../helpers/servers';
-import { FAST_POLICY, startTestWorker, testConfig, uniqueId } from '../helpers/system';
-import { effectRows, startEvent, waitForState } from '../helpers/workflows';
+import { FakeOrders } from '../support/fakes/orders';
+import { operatorDecides, sealFor, staffOperators } from '../support/operators';
+import { timeSkipping } from '../support/servers';
+import { FAST_POLICY, startTestWorker, testConfig, uniqueId } from '../support/system';
+import { effectRows, startEvent, waitForState } from '../support/workflows';
 import { stripeRefund } from './harness';
 
 const TOKEN_VARIABLE = 'REPLYFLOW_TEST_ORDERS_TOKEN';

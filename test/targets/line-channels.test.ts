@@ -10,8 +10,8 @@ import { TargetError } from '../../src/targets/errors';
 import { lineTarget } from '../../src/targets/line';
 import { createTenantDirectory, FRESH_MIN_MS } from '../../src/tenants/directory';
 import { lineChannelsOf } from '../../src/tenants/line-channels';
-import { FakeLine } from '../helpers/fakes/line';
-import { uniqueId } from '../helpers/system';
+import { FakeLine } from '../support/fakes/line';
+import { uniqueId } from '../support/system';
 
 const tenantOfNew = () => `line:U${randomBytes(16).toString('hex')}`;
 

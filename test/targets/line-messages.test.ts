@@ -8,8 +8,8 @@ import { prepareAnswer } from '../../src/responders/answer';
 import { defaultPlans } from '../../src/routes';
 import { TargetError } from '../../src/targets/errors';
 import { lineTarget } from '../../src/targets/line';
-import { FakeLine } from '../helpers/fakes/line';
-import { uniqueId } from '../helpers/system';
+import { FakeLine } from '../support/fakes/line';
+import { uniqueId } from '../support/system';
 import { eventsOf, requestContext } from '../unit/providers/context';
 import { linePostbackRequest, QUICK_REPLY_AND_FLEX } from './harness';
 

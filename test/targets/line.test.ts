@@ -10,11 +10,11 @@ import type { InboundEvent } from '../../src/providers/types';
 import { lineTarget } from '../../src/targets/line';
 import type { TargetAdapter } from '../../src/targets/types';
 
-import { FakeLine } from '../helpers/fakes/line';
-import { operatorDecides, secondOperatorApproves } from '../helpers/operators';
-import { timeSkipping } from '../helpers/servers';
-import { startTestWorker, testConfig, uniqueId } from '../helpers/system';
-import { effectRows, startEvent, waitForState } from '../helpers/workflows';
+import { FakeLine } from '../support/fakes/line';
+import { operatorDecides, secondOperatorApproves } from '../support/operators';
+import { timeSkipping } from '../support/servers';
+import { startTestWorker, testConfig, uniqueId } from '../support/system';
+import { effectRows, startEvent, waitForState } from '../support/workflows';
 import { eventsOf, requestContext } from '../unit/providers/context';
 import { lineEvent, linePostbackRequest } from './harness';
 

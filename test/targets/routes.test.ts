@@ -11,7 +11,7 @@ import type { InboundEvent } from '../../src/providers/types';
 import { configuredPlans, loadRouteFile, parseRoutes } from '../../src/routes';
 import { createTargets } from '../../src/targets';
 import { createWorker } from '../../src/worker';
-import { silentLogger, testConfig } from '../helpers/system';
+import { silentLogger, testConfig } from '../support/system';
 import { stripeRefund } from './harness';
 
 const VALID = `

@@ -7,11 +7,11 @@ import type { Config } from '../../src/config';
 import type { InboundEvent } from '../../src/providers/types';
 import { SLACK_METADATA_EVENT_TYPE } from '../../src/targets/slack';
 
-import { FakeSlack, slackError } from '../helpers/fakes/slack';
-import { operatorDecides, secondOperatorApproves } from '../helpers/operators';
-import { timeSkipping } from '../helpers/servers';
-import { startTestWorker, testConfig, uniqueId } from '../helpers/system';
-import { effectRows, startEvent, waitForState } from '../helpers/workflows';
+import { FakeSlack, slackError } from '../support/fakes/slack';
+import { operatorDecides, secondOperatorApproves } from '../support/operators';
+import { timeSkipping } from '../support/servers';
+import { startTestWorker, testConfig, uniqueId } from '../support/system';
+import { effectRows, startEvent, waitForState } from '../support/workflows';
 import { slackEvent } from './harness';
 
 describe('Slack target (chat.postMessage + metadata lookup) through the event workflow', function () {

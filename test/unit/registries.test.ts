@@ -25,7 +25,7 @@ import {
   decisionList,
   RESOLVE_ACTIONS,
 } from '../../workflows/messages';
-import { testConfig } from '../helpers/system';
+import { testConfig } from '../support/system';
 
 const ROOT = path.resolve(__dirname, '../..');
 const SETTINGS = new Set(Object.keys(configSchema.shape));

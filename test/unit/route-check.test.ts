@@ -12,7 +12,7 @@ import { launch } from '../../src/launcher';
 import { checkRouteText, type RouteSet } from '../../src/routes';
 import { closest, editDistance } from '../../src/suggest';
 import { createWorker } from '../../src/worker';
-import { silentLogger, testConfig } from '../helpers/system';
+import { silentLogger, testConfig } from '../support/system';
 
 const problems = (text: string, options: Parameters<typeof checkRouteText>[2] = {}) =>
   checkRouteText(text, 'yaml', options).problems;

@@ -6,7 +6,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { LogTimestamp } from '@temporalio/worker';
 import { PermanentResponderError } from '../../src/responders/errors';
 import { sdkLogger } from '../../src/temporal/sdk-logger';
-import { capturedLogger } from '../helpers/receiver';
+import { capturedLogger } from '../support/receiver';
 
 /** What the SDK's worker passes when an activity throws: the failure wrapping our error. */
 function activityFailed() {

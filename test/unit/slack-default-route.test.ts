@@ -2,9 +2,10 @@
 // answered, what does not is left alone, and the effects table is asked only about a thread reply that
 // nothing else settles, once, for the parent's answer.
 import assert from 'node:assert/strict';
-import { signSlackRequest, slackProvider } from '../../src/providers/slack';
+import { slackProvider } from '../../src/providers/slack';
 import type { InboundEvent } from '../../src/providers/types';
 import { answersByDefault, chatBusinessKey, planner, type SlackReplySettings } from '../../src/routes';
+import { signSlackRequest } from '../support/signers';
 import { eventsOf, requestContext } from './providers/context';
 
 const SECRET = 'slack-default-route-secret';

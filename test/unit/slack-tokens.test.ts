@@ -8,7 +8,7 @@ import { TargetError } from '../../src/targets/errors';
 import { slackTokens } from '../../src/targets/slack-tokens';
 import { createTenantDirectory, fileTenantDirectory } from '../../src/tenants/directory';
 import { SlackOAuthError } from '../../src/tenants/errors';
-import { testConfig } from '../helpers/system';
+import { testConfig } from '../support/system';
 
 const NOW = Date.UTC(2026, 11, 1, 12);
 const TENANT = 'slack:T0ROTATE';

@@ -11,7 +11,7 @@ import type { TenantCredential } from '../../src/db/tenant-credentials';
 import { ConfigError } from '../../src/errors';
 import { createProviders } from '../../src/providers';
 import { ProviderUnavailableError, WebhookVerificationError } from '../../src/providers/errors';
-import { lineProvider, signLineRequest } from '../../src/providers/line';
+import { lineProvider } from '../../src/providers/line';
 import { createTargets } from '../../src/targets';
 import { createTenantDirectory, FRESH_MIN_MS, TENANT_CACHE_MS } from '../../src/tenants/directory';
 import { TenantsFileError } from '../../src/tenants/errors';
@@ -22,6 +22,7 @@ import {
   NO_TENANTS_FILE,
   type TenantsFile,
 } from '../../src/tenants/tenants-file';
+import { signLineRequest } from '../support/signers';
 import { eventsOf, requestContext } from './providers/context';
 
 const A = `U${'a'.repeat(32)}`;

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { type HistoryCost, historyCost, transactions } from '../helpers/history-cost';
+import { type HistoryCost, historyCost, transactions } from '../support/history-cost';
 
 const HISTORIES = path.resolve(__dirname, '..', 'histories');
 const costOf = (name: string): HistoryCost =>

@@ -5,11 +5,11 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Alert } from '../../activities';
 import type { Config } from '../../src/config';
 import { statusQuery } from '../../workflows/messages';
-import { FakeTarget } from '../helpers/fake-target';
-import { decide, type TestOperator, twoOperators } from '../helpers/operators';
-import { timeSkipping } from '../helpers/servers';
-import { sandboxEvent, startTestWorker, testConfig, uniqueId } from '../helpers/system';
-import { auditRows, effectRows, startEvent, waitForState } from '../helpers/workflows';
+import { FakeTarget } from '../support/fake-target';
+import { decide, type TestOperator, twoOperators } from '../support/operators';
+import { timeSkipping } from '../support/servers';
+import { sandboxEvent, startTestWorker, testConfig, uniqueId } from '../support/system';
+import { auditRows, effectRows, startEvent, waitForState } from '../support/workflows';
 
 describe('event workflow paths end to end: sends, lookups, holds and decisions (time-skipping server, real PostgreSQL)', function () {
   this.timeout(120_000);

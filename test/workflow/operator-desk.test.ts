@@ -31,10 +31,10 @@ import {
   resolveUpdate,
   statusQuery,
 } from '../../workflows/messages';
-import { eventually } from '../helpers/eventually';
-import { TEST_ENCRYPTION_KEY, timeSkipping, workflowBundle } from '../helpers/servers';
-import { FAST_POLICY, sandboxEvent, uniqueId } from '../helpers/system';
-import { waitForState } from '../helpers/workflows';
+import { eventually } from '../support/eventually';
+import { TEST_ENCRYPTION_KEY, timeSkipping, workflowBundle } from '../support/servers';
+import { FAST_POLICY, sandboxEvent, uniqueId } from '../support/system';
+import { waitForState } from '../support/workflows';
 
 const BLIND: TargetCapabilities = { idempotencyKey: false, lookup: false, consistencyDelayMs: 0 };
 const UNKNOWN: SendOutcome = {

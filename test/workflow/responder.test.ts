@@ -7,11 +7,11 @@ import type { AddressInfo } from 'node:net';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { httpResponder } from '../../src/responders/http';
 
-import { FakeTarget } from '../helpers/fake-target';
-import { operatorDecides } from '../helpers/operators';
-import { timeSkipping } from '../helpers/servers';
-import { sandboxEvent, startTestWorker, testConfig, uniqueId } from '../helpers/system';
-import { effectRows, startEvent, waitForState } from '../helpers/workflows';
+import { FakeTarget } from '../support/fake-target';
+import { operatorDecides } from '../support/operators';
+import { timeSkipping } from '../support/servers';
+import { sandboxEvent, startTestWorker, testConfig, uniqueId } from '../support/system';
+import { effectRows, startEvent, waitForState } from '../support/workflows';
 
 /** What the responder says to a message whose text is one of these: no reply, in each way it may. */
 const QUIET: Record<string, { status: number; body?: string }> = {

@@ -5,10 +5,10 @@ import assert from 'node:assert/strict';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createEffectsRepository, type EffectsRepository } from '../../src/db/effects';
 import type { Pool } from '../../src/db/pool';
-import { FakeTarget } from '../helpers/fake-target';
-import { database, timeSkipping } from '../helpers/servers';
-import { FAST_POLICY, sandboxEvent, startTestWorker, testConfig, uniqueId } from '../helpers/system';
-import { effectRows, startEvent, waitForState } from '../helpers/workflows';
+import { FakeTarget } from '../support/fake-target';
+import { database, timeSkipping } from '../support/servers';
+import { FAST_POLICY, sandboxEvent, startTestWorker, testConfig, uniqueId } from '../support/system';
+import { effectRows, startEvent, waitForState } from '../support/workflows';
 
 /** Effects whose next `settleUnknown` fails, as if the worker died before recording the outcome. */
 function effectsLosingTheUnknownRecord(pool: Pool): EffectsRepository & { fired: boolean } {

@@ -2,8 +2,9 @@
 // @octokit/webhooks-methods broken one thing at a time, ping, and the (hook id, delivery) event key.
 import assert from 'node:assert/strict';
 import { WebhookPayloadError, WebhookVerificationError } from '../../../src/providers/errors';
-import { githubProvider, signGitHubDelivery, verifyGitHubRequest } from '../../../src/providers/github';
+import { githubProvider, verifyGitHubRequest } from '../../../src/providers/github';
 import { chatBusinessKey } from '../../../src/routes';
+import { signGitHubDelivery } from '../../support/signers';
 import { eventsOf, flipOneByte, requestContext } from './context';
 
 const SECRET = "It's a Secret to Everybody";

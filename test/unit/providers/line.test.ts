@@ -3,9 +3,10 @@
 import assert from 'node:assert/strict';
 import { validateSignature } from '@line/bot-sdk';
 import { WebhookPayloadError, WebhookVerificationError } from '../../../src/providers/errors';
-import { lineProvider, signLineRequest, verifyLineRequest } from '../../../src/providers/line';
+import { lineProvider, verifyLineRequest } from '../../../src/providers/line';
 import { toBotEvent } from '../../../src/responders/bot-event';
 import { answersByDefault, chatBusinessKey, defaultPlans } from '../../../src/routes';
+import { signLineRequest } from '../../support/signers';
 import { eventsOf, flipOneByte, requestContext } from './context';
 
 const SECRET = 'test-channel-secret';

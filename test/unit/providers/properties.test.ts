@@ -6,15 +6,21 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { WebhookPayloadError, WebhookVerificationError } from '../../../src/providers/errors';
-import { githubProvider, signGitHubDelivery } from '../../../src/providers/github';
-import { lineProvider, signLineRequest } from '../../../src/providers/line';
+import { githubProvider } from '../../../src/providers/github';
+import { lineProvider } from '../../../src/providers/line';
 import { MAX_JSON_DEPTH } from '../../../src/providers/parse';
 import { sandboxProvider } from '../../../src/providers/sandbox';
-import { signSlackRequest, slackProvider } from '../../../src/providers/slack';
+import { slackProvider } from '../../../src/providers/slack';
 import { signStandardWebhook, standardWebhooksProvider } from '../../../src/providers/standard-webhooks';
-import { signStripeEvent, stripeProvider } from '../../../src/providers/stripe';
+import { stripeProvider } from '../../../src/providers/stripe';
 import type { ProviderResult, RequestContext, WebhookProvider } from '../../../src/providers/types';
 import { storageProblem } from '../../../src/receiver/start-event';
+import {
+  signGitHubDelivery,
+  signLineRequest,
+  signSlackRequest,
+  signStripeEvent,
+} from '../../support/signers';
 import { requestContext } from './context';
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 150);

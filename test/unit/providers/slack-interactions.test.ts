@@ -5,9 +5,10 @@
 import assert from 'node:assert/strict';
 import type { BlockButtonAction, MessageShortcut, ViewClosedAction, ViewSubmitAction } from '@slack/bolt';
 import { WebhookPayloadError } from '../../../src/providers/errors';
-import { signSlackRequest, slackProvider } from '../../../src/providers/slack';
+import { slackProvider } from '../../../src/providers/slack';
 import { toBotEvent } from '../../../src/responders/bot-event';
 import { answersByDefault, chatBusinessKey, planner } from '../../../src/routes';
+import { signSlackRequest } from '../../support/signers';
 import { eventsOf, requestContext } from './context';
 
 const FORM = 'application/x-www-form-urlencoded';

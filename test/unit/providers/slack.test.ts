@@ -3,13 +3,9 @@
 // addresses the bot.
 import assert from 'node:assert/strict';
 import { WebhookPayloadError, WebhookVerificationError } from '../../../src/providers/errors';
-import {
-  signSlackRequest,
-  slackAddressing,
-  slackProvider,
-  verifySlackRequest,
-} from '../../../src/providers/slack';
+import { slackAddressing, slackProvider, verifySlackRequest } from '../../../src/providers/slack';
 import { chatBusinessKey } from '../../../src/routes';
+import { signSlackRequest } from '../../support/signers';
 import { eventsOf, flipOneByte, requestContext } from './context';
 
 const SECRET = 'slack-test-signing-secret';

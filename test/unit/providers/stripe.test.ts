@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import Stripe from 'stripe';
 import { WebhookPayloadError, WebhookVerificationError } from '../../../src/providers/errors';
-import { signStripeEvent, stripeProvider, verifyStripeRequest } from '../../../src/providers/stripe';
+import { stripeProvider, verifyStripeRequest } from '../../../src/providers/stripe';
+import { signStripeEvent } from '../../support/signers';
 import { eventsOf, flipOneByte, requestContext } from './context';
 
 const SECRET = 'whsec_test_secret';
