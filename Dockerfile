@@ -10,8 +10,8 @@ WORKDIR /app
 # needs neither, and building it must not depend on Python or PyPI.
 ENV REPLYFLOW_SKIP_TEMPORAL_BINARIES=1
 COPY package.json package-lock.json ./
+# The hook's skip is its first statement: it loads no project module before it.
 COPY scripts/install-temporal-binaries.ts scripts/
-COPY src/temporal/binaries.ts src/temporal/
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
 FROM ${NODE_IMAGE} AS runtime

@@ -83,6 +83,8 @@ describe('Dockerfile (static: no Docker engine here)', () => {
     assert.ok(skip, 'the install stage sets REPLYFLOW_SKIP_TEMPORAL_BINARIES=1');
     const postinstall = readFileSync(path.join(PROJECT_ROOT, 'scripts/install-temporal-binaries.ts'), 'utf8');
     assert.match(postinstall, /REPLYFLOW_SKIP_TEMPORAL_BINARIES === '1'/);
+    // The stage copies the hook alone: a static import of a project module would fail before the skip.
+    assert.doesNotMatch(postinstall, /^import .* from '\.\.?\//m);
   });
 
   it('runs as a non-root user, the receiver by default', () => {
