@@ -15,7 +15,7 @@ import { tenantRefusal } from '../src/tenants/operator-scope';
 import { DECISIONS, type DecisionName, RESOLVE_ACTIONS } from '../workflows/messages';
 import type { ActivityDeps } from './deps';
 
-export interface VerifyInput {
+interface VerifyInput {
   decision: DecisionName;
   payload: unknown;
   workflowId: string;
@@ -24,13 +24,13 @@ export interface VerifyInput {
 }
 
 /** The body the workflow judges: the decision's own fields, nothing the seal or the transport added. */
-export interface VerifiedBody {
+interface VerifiedBody {
   action?: string;
   reason?: unknown;
   externalId?: unknown;
 }
 
-export type Verified =
+type Verified =
   /** `hold`: the hold the decision answers (absent only in the histories of runs started before). */
   | { ok: true; operator: string; requestId: string; hold?: string; body: VerifiedBody }
   /**

@@ -641,7 +641,7 @@ export const clusterConfigSchema = configSchema.extend({
   TEMPORAL_DATABASE_URL: optional,
 });
 
-export type ClusterConfig = z.infer<typeof clusterConfigSchema>;
+type ClusterConfig = z.infer<typeof clusterConfigSchema>;
 
 export function loadClusterConfig(env: NodeJS.ProcessEnv = process.env): ClusterConfig {
   return parseEnv(clusterConfigSchema, env);

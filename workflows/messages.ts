@@ -22,7 +22,7 @@ export const RESOLVE_ACTIONS = ['mark-sent', 'resend', 'discard'] as const;
 export type ResolveAction = (typeof RESOLVE_ACTIONS)[number];
 
 /** One operator decision as every layer lists it: plain data, so that workflow code may read it. */
-export interface DecisionSpec {
+interface DecisionSpec {
   /** The body the Web UI's form takes, for the update's and signal's descriptions. */
   readonly shape: string;
   /** What `replyflow <name>` says it does. */
@@ -111,18 +111,6 @@ interface ResolveSignal {
   requestId?: string;
 }
 
-interface ApproveSignal {
-  approver: string;
-  reason: string;
-  requestId?: string;
-}
-
-interface ReprocessSignal {
-  operator: string;
-  reason: string;
-  requestId?: string;
-}
-
 /** One operator message as the workflow judged it. */
 export interface OperatorDecision {
   at: string;
@@ -173,10 +161,6 @@ export const DECISION_SIGNALS = Object.fromEntries(
   DECISION_NAMES.map((name) => [name, defineSignal<[unknown]>(name)]),
 ) as Record<DecisionName, SignalDefinition<[unknown]>>;
 export const resolveSignal = DECISION_SIGNALS.resolve as SignalDefinition<[ResolveSignal | DecisionInput]>;
-export const approveSignal = DECISION_SIGNALS.approve as SignalDefinition<[ApproveSignal | DecisionInput]>;
-export const reprocessSignal = DECISION_SIGNALS.reprocess as SignalDefinition<
-  [ReprocessSignal | DecisionInput]
->;
 export const statusQuery = defineQuery<StatusView>('status');
 
 /**

@@ -4,8 +4,6 @@ import type { Config } from '../config';
 import { PROVIDERS, type ProviderDeps } from './registry';
 import type { WebhookProvider } from './types';
 
-export type { ProviderDeps } from './registry';
-
 export function createProviders(config: Config, deps: ProviderDeps): WebhookProvider[] {
   return PROVIDERS.flatMap((entry) => entry.create(config, deps) ?? []);
 }

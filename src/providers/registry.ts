@@ -28,7 +28,7 @@ export interface ProviderDeps {
 export const STANDARD_WEBHOOKS_PREFIX = 'std.';
 
 /** A provider read for a sample: its parse() only, with the path parameters a delivery would carry. */
-export interface SampleReader {
+interface SampleReader {
   provider: WebhookProvider;
   params: Record<string, string>;
 }
@@ -36,7 +36,7 @@ export interface SampleReader {
 /** parse() reads no secret: verify() alone does, and a sample is not verified. */
 const NO_SECRET = 'not-used-for-parsing';
 
-export interface ProviderEntry {
+interface ProviderEntry {
   /** The path segment under /webhooks/ (the `provider` of its events, but `std.<source>` for `std`). */
   readonly name: string;
   /** What turns it on, as the receiver's 404 says it ("set … to enable /webhooks/<name>"). */

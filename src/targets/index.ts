@@ -5,8 +5,6 @@ import type { HttpEndpoint } from './http';
 import { TARGETS, type TargetDeps } from './registry';
 import type { TargetAdapter } from './types';
 
-export type { TargetDeps } from './registry';
-
 export type TargetRegistry = ReadonlyMap<string, TargetAdapter>;
 
 export function createTargets(

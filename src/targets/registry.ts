@@ -25,7 +25,7 @@ export interface TargetDeps {
 }
 
 /** What an entry's adapters are made from: the settings, the route file's endpoints, the tenants. */
-export interface TargetContext extends TargetDeps {
+interface TargetContext extends TargetDeps {
   config: Config;
   endpoints: Record<string, HttpEndpoint>;
 }
@@ -42,7 +42,7 @@ export interface TargetDocsRow {
   unknown: string;
 }
 
-export interface TargetEntry {
+interface TargetEntry {
   /** The names a route's step gives it (`target:`), one adapter each; none for the route file's `http:<endpoint>`. */
   readonly names: readonly string[];
   /** What turns it on, as the route check's "is not configured (set …)" says it. */
