@@ -1,4 +1,5 @@
 // What operators see: alerts for held and failed work, and the append-only audit log.
+import { createAlerts } from '../src/db/alerts';
 import { type AuditRow, createAuditLog } from '../src/db/audit-log';
 import type { ActivityDeps, Alert } from './deps';
 
@@ -6,6 +7,7 @@ export type { AuditRow } from '../src/db/audit-log';
 
 export function operationsActivities({ pool, notify, metrics }: ActivityDeps) {
   const auditLog = createAuditLog(pool);
+  const alerts = createAlerts(pool);
   return {
     async alert(alert: Alert): Promise<void> {
       try {
@@ -16,10 +18,7 @@ export function operationsActivities({ pool, notify, metrics }: ActivityDeps) {
       }
       metrics.alerted(alert.kind, true);
       // Recorded once delivered: `replyflow reconcile` reports held work without a delivered alert.
-      await pool.query(
-        'INSERT INTO alerts (kind, level, workflow_id, business_key) VALUES ($1, $2, $3, $4)',
-        [alert.kind, alert.level, alert.workflowId, alert.businessKey],
-      );
+      await alerts.record(alert);
     },
 
     async writeAudit(row: AuditRow): Promise<void> {

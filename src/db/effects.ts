@@ -1,3 +1,4 @@
+// Owns: effects
 // The effects table's one owner: every change of an effect row's status happens here, through a step
 // named as model/send.pml names it, and only from the statuses its entry in EFFECT_STEPS allows.
 // Everything else reads rows; nothing else writes `status`. The activities (activities/send.ts,
@@ -532,5 +533,75 @@ export function createEffectsRepository(pool: Pool) {
       );
       return rows.length > 0;
     },
+
+    /** `sending` rows whose lease expired more than `slackMs` ago (or never had one): reconcile's report. */
+    async expiredLeases(
+      slackMs: number,
+    ): Promise<{ effectId: string; workflowId: string; businessKey: string; leaseExpiresAt: Date | null }[]> {
+      const { rows } = await pool.query<{
+        id: string;
+        workflow_id: string;
+        business_key: string;
+        lease_expires_at: Date | null;
+      }>(
+        `SELECT id, workflow_id, business_key, lease_expires_at FROM effects
+          WHERE status = 'sending' AND (lease_expires_at IS NULL OR lease_expires_at < now() - $1 * interval '1 millisecond')
+          ORDER BY lease_expires_at NULLS FIRST`,
+        [slackMs],
+      );
+      return rows.map((r) => ({
+        effectId: r.id,
+        workflowId: r.workflow_id,
+        businessKey: r.business_key,
+        leaseExpiresAt: r.lease_expires_at,
+      }));
+    },
+
+    /** The effect rows a workflow owns, and the row of its business key when another workflow owns it. */
+    async viewsOf(workflowId: string, businessKey?: string): Promise<EffectView[]> {
+      const { rows } = await pool.query(
+        `SELECT id, target, business_key, step, status, attempts, last_error_class, last_error, external_id,
+                workflow_id, lease_expires_at, created_at, updated_at, completed_at
+           FROM effects
+          WHERE workflow_id = $1 OR ($2::text IS NOT NULL AND business_key = $2)
+          ORDER BY created_at, step_index`,
+        [workflowId, businessKey ?? null],
+      );
+      const iso = (d: Date | null) => d?.toISOString() ?? null;
+      return rows.map((r) => ({
+        id: r.id,
+        target: r.target,
+        businessKey: r.business_key,
+        step: r.step,
+        status: r.status,
+        attempts: r.attempts,
+        lastErrorClass: r.last_error_class,
+        lastError: r.last_error,
+        externalId: r.external_id,
+        workflowId: r.workflow_id,
+        leaseExpiresAt: iso(r.lease_expires_at),
+        createdAt: iso(r.created_at)!,
+        updatedAt: iso(r.updated_at)!,
+        completedAt: iso(r.completed_at),
+      }));
+    },
   };
+}
+
+/** An effect row as operators see it; `last_error` is a classified summary, never message text. */
+export interface EffectView {
+  id: string;
+  target: string;
+  businessKey: string;
+  step: string;
+  status: string;
+  attempts: number;
+  lastErrorClass: string | null;
+  lastError: string | null;
+  externalId: string | null;
+  workflowId: string;
+  leaseExpiresAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+  completedAt: string | null;
 }

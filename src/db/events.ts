@@ -1,5 +1,8 @@
+// Owns: events
 // The events table's one owner (the event ledger): the dedupe key that outlives Temporal's retention,
-// which run chain an event belongs to, and each event's outcome.
+// which run chain an event belongs to, and each event's outcome; and the reads that start from it
+// (reconcile's events without an outcome, the sandbox's reply progress) and its payload retention.
+import type pg from 'pg';
 import { parseTenant } from '../tenants/tenant-id';
 import type { Pool } from './pool';
 
@@ -116,5 +119,90 @@ export function createEventLedger(pool: Pool) {
         [input.provider, input.eventId, input.outcome, input.reason ?? null, runId],
       );
     },
+
+    /** Events received after `since` that have no outcome yet, oldest first (reconcile checks each). */
+    async withoutOutcome(since: Date): Promise<UnfinishedEvent[]> {
+      const { rows } = await pool.query<{
+        provider: string;
+        event_id: string;
+        workflow_id: string;
+        received_at: Date;
+      }>(
+        `SELECT provider, event_id, workflow_id, received_at FROM events
+          WHERE outcome IS NULL AND received_at > $1 ORDER BY received_at`,
+        [since],
+      );
+      return rows.map((r) => ({
+        provider: r.provider,
+        eventId: r.event_id,
+        workflowId: r.workflow_id,
+        receivedAt: r.received_at,
+      }));
+    },
+
+    /** The outcome an event's workflow wrote, if it did. */
+    async outcomeOf(provider: string, eventId: string): Promise<string | null | undefined> {
+      const { rows } = await pool.query<{ outcome: string | null }>(
+        'SELECT outcome FROM events WHERE provider = $1 AND event_id = $2',
+        [provider, eventId],
+      );
+      return rows[0]?.outcome;
+    },
+
+    /**
+     * Where the reply to each sandbox event stands: its effect row's status, its outcome, and the last
+     * accepted operator decision about its workflow. Identifiers and states only, never text.
+     */
+    async sandboxReplies(eventIds: string[]): Promise<SandboxReplyRow[]> {
+      const { rows } = await pool.query<SandboxReplyRow>(
+        `SELECT e.event_id, e.workflow_id, e.outcome, e.outcome_reason, f.status AS effect_status,
+                (SELECT a.action FROM audit_log a WHERE a.workflow_id = e.workflow_id AND a.result LIKE 'accepted%'
+                  ORDER BY a.id DESC LIMIT 1) AS decision
+           FROM events e LEFT JOIN effects f ON f.workflow_id = e.workflow_id
+          WHERE e.provider = 'sandbox' AND e.event_id = ANY($1::text[])`,
+        [eventIds],
+      );
+      return rows;
+    },
   };
+}
+
+/** An event reconcile looks for a workflow or an outcome of. */
+interface UnfinishedEvent {
+  provider: string;
+  eventId: string;
+  workflowId: string;
+  receivedAt: Date;
+}
+
+/** A sandbox event's reply progress, as the rows hold it. */
+interface SandboxReplyRow {
+  event_id: string;
+  workflow_id: string;
+  outcome: string | null;
+  outcome_reason: string | null;
+  effect_status: string | null;
+  decision: string | null;
+}
+
+/** The purge's cutoff, `olderThanMs` before PostgreSQL's clock (like every other time the ledger records). */
+export async function purgeCutoff(client: pg.ClientBase, olderThanMs: number): Promise<Date> {
+  const { rows } = await client.query<{ cutoff: Date }>(
+    `SELECT now() - $1 * interval '1 millisecond' AS cutoff`,
+    [olderThanMs],
+  );
+  return rows[0]!.cutoff;
+}
+
+/** Drops (or, on a dry run, counts) the payload references of events received before `cutoff`. */
+export async function purgePayloadRefs(
+  client: pg.ClientBase,
+  cutoff: Date,
+  dryRun: boolean,
+): Promise<number> {
+  const sql = dryRun
+    ? 'SELECT count(*)::int AS n FROM events WHERE received_at < $1 AND payload_ref IS NOT NULL'
+    : 'WITH p AS (UPDATE events SET payload_ref = NULL WHERE received_at < $1 AND payload_ref IS NOT NULL RETURNING 1) SELECT count(*)::int AS n FROM p';
+  const { rows } = await client.query<{ n: number }>(sql, [cutoff]);
+  return rows[0]!.n;
 }

@@ -1,9 +1,11 @@
+// Owns: operators
 // The operators table's one owner: accounts with roles and one credential each. A token is shown once
 // when it is made and stored only as its SHA-256; every change to an account is an audit row. The CLI's `replyflow operator` commands, the codec server
 // (which authenticates operators before it seals) and the workflow's decision check all come here.
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { OPERATOR_ROLES, type OperatorRole } from '../model';
 import { parseTenant } from '../tenants/tenant-id';
+import { createAuditLog } from './audit-log';
 import { OperatorAccountError } from './errors';
 import type { Pool } from './pool';
 
@@ -97,11 +99,11 @@ export interface AccountChange {
 }
 
 export function createOperatorStore(pool: Pool) {
+  const auditLog = createAuditLog(pool);
   async function audit(change: AccountChange, action: string, name: string, result: string): Promise<void> {
-    await pool.query(
-      `INSERT INTO audit_log (actor, action, workflow_id, reason, result) VALUES ($1, $2, $3, $4, $5)`,
-      [change.by, action, `operator:${name}`, change.reason ?? null, result],
-    );
+    await auditLog.append([
+      { actor: change.by, action, workflowId: `operator:${name}`, reason: change.reason, result },
+    ]);
   }
 
   async function update(name: string, set: string, values: unknown[]): Promise<OperatorAccount> {

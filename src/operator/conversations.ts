@@ -1,6 +1,8 @@
 // Operator transitions of a conversation (hand-off to a person, hand back to the bot, close, reopen):
 // the only way to make the moves events may not, each one conditional and written to the audit log.
-import { MACHINES, type MachineName } from '../conversations';
+import { MACHINES } from '../conversations';
+import { createAuditLog } from '../db/audit-log';
+import { createConversations } from '../db/conversations';
 import type { Pool } from '../db/pool';
 
 export type ConversationAction = 'handoff' | 'handback' | 'close' | 'reopen';
@@ -24,11 +26,8 @@ export async function operateConversation(
   const { action, conversationKey, operator, reason } = decision;
   if (!operator.trim() || !reason.trim())
     return record(pool, decision, { ok: false, detail: 'operator and reason are required' });
-  const row = await pool.query<{ machine: MachineName; state: string }>(
-    'SELECT machine, state FROM conversations WHERE id = $1',
-    [conversationKey],
-  );
-  const current = row.rows[0];
+  const conversations = createConversations(pool);
+  const current = await conversations.machineState(conversationKey);
   if (!current) return record(pool, decision, { ok: false, detail: `no conversation ${conversationKey}` });
   const moves = (MACHINES[current.machine].operator as Record<string, Record<string, readonly string[]>>)[
     action
@@ -41,11 +40,7 @@ export async function operateConversation(
       state: current.state,
     });
   }
-  const moved = await pool.query(
-    `UPDATE conversations SET state = $3, last_event = $4, updated_at = now() WHERE id = $1 AND state = $2`,
-    [conversationKey, current.state, to, `operator:${action}`],
-  );
-  if (moved.rowCount !== 1)
+  if (!(await conversations.moveByOperator(conversationKey, current.state, to, action)))
     return record(pool, decision, { ok: false, detail: 'the conversation changed meanwhile; try again' });
   return record(pool, decision, { ok: true, from: current.state, to });
 }
@@ -55,19 +50,17 @@ async function record(
   d: ConversationDecision,
   outcome: ConversationOutcome,
 ): Promise<ConversationOutcome> {
-  await pool.query(
-    `INSERT INTO audit_log (actor, action, workflow_id, business_key, state_before, state_after, reason, result)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-    [
-      d.operator.trim() || '(missing)',
-      `conversation:${d.action}`,
-      `conversation:${d.conversationKey}`,
-      d.conversationKey,
-      outcome.ok ? outcome.from : (outcome.state ?? null),
-      outcome.ok ? outcome.to : (outcome.state ?? null),
-      d.reason.trim() || null,
-      outcome.ok ? 'accepted' : `rejected: ${outcome.detail}`,
-    ],
-  );
+  await createAuditLog(pool).append([
+    {
+      actor: d.operator.trim() || '(missing)',
+      action: `conversation:${d.action}`,
+      workflowId: `conversation:${d.conversationKey}`,
+      businessKey: d.conversationKey,
+      stateBefore: outcome.ok ? outcome.from : outcome.state,
+      stateAfter: outcome.ok ? outcome.to : outcome.state,
+      reason: d.reason.trim() || undefined,
+      result: outcome.ok ? 'accepted' : `rejected: ${outcome.detail}`,
+    },
+  ]);
   return outcome;
 }

@@ -1,6 +1,7 @@
 // Retention for what PostgreSQL holds of messages: payload references and ciphertext older than a
 // window are dropped; identifiers and outcomes stay, so a late redelivery is still a duplicate.
 // Temporal's copy (ciphertext in history) goes with the namespace's retention, not here.
+import { purgeCutoff, purgePayloadRefs } from '../db/events';
 import { type Pool, withClient } from '../db/pool';
 import { purgeSandboxWords } from '../db/sandbox-messages';
 import { OperatorInputError } from './errors';
@@ -35,23 +36,15 @@ export async function purge(
   return withClient(pool, async (client) => {
     try {
       await client.query('BEGIN');
-      // PostgreSQL's clock, like every other time the ledger records.
-      const { rows } = await client.query<{ cutoff: Date }>(
-        `SELECT now() - $1 * interval '1 millisecond' AS cutoff`,
-        [options.olderThanMs],
-      );
-      const cutoff = rows[0]!.cutoff;
-      const events = options.dryRun
-        ? 'SELECT count(*)::int AS n FROM events WHERE received_at < $1 AND payload_ref IS NOT NULL'
-        : 'WITH p AS (UPDATE events SET payload_ref = NULL WHERE received_at < $1 AND payload_ref IS NOT NULL RETURNING 1) SELECT count(*)::int AS n FROM p';
-      const purgedEvents = await client.query<{ n: number }>(events, [cutoff]);
+      const cutoff = await purgeCutoff(client, options.olderThanMs);
+      const events = await purgePayloadRefs(client, cutoff, options.dryRun);
       // A reply's blocks and LINE message objects are its words too (src/db/sandbox-messages.ts).
       const sandboxMessages = await purgeSandboxWords(client, cutoff, options.dryRun);
       await client.query(options.dryRun ? 'ROLLBACK' : 'COMMIT');
       return {
         cutoff: cutoff.toISOString(),
         dryRun: options.dryRun,
-        events: purgedEvents.rows[0]!.n,
+        events,
         sandboxMessages,
       };
     } catch (err) {

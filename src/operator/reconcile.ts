@@ -5,7 +5,9 @@
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import { tsToMs } from '@temporalio/common/lib/time';
 import { ReplyState } from '../../workflows/search-attributes';
+import { createAlerts } from '../db/alerts';
 import { createEffectsRepository } from '../db/effects';
+import { createEventLedger } from '../db/events';
 import type { Pool } from '../db/pool';
 import { listWork, type WorkItem } from './workflows';
 
@@ -123,27 +125,19 @@ async function checkEvents(
   retentionMs: number,
   now: Date,
 ): Promise<{ ackedWithoutWorkflow: MissingWorkflow[]; noOutcome: NoOutcome[] }> {
-  const { rows } = await pool.query<{
-    provider: string;
-    event_id: string;
-    workflow_id: string;
-    received_at: Date;
-  }>(
-    `SELECT provider, event_id, workflow_id, received_at FROM events
-      WHERE outcome IS NULL AND received_at > $1 ORDER BY received_at`,
-    [new Date(now.getTime() - retentionMs)],
-  );
+  const ledger = createEventLedger(pool);
+  const rows = await ledger.withoutOutcome(new Date(now.getTime() - retentionMs));
   const ackedWithoutWorkflow: MissingWorkflow[] = [];
   const noOutcome: NoOutcome[] = [];
   await forEachLimited(rows, 8, async (row) => {
     const event: MissingWorkflow = {
       provider: row.provider,
-      eventId: row.event_id,
-      workflowId: row.workflow_id,
-      receivedAt: row.received_at.toISOString(),
+      eventId: row.eventId,
+      workflowId: row.workflowId,
+      receivedAt: row.receivedAt.toISOString(),
     };
     const description = await client.workflow
-      .getHandle(row.workflow_id)
+      .getHandle(row.workflowId)
       .describe()
       .catch((err: unknown) => {
         if (err instanceof WorkflowNotFoundError) return undefined;
@@ -156,7 +150,7 @@ async function checkEvents(
     if (description.status.name === 'RUNNING') {
       const state = description.typedSearchAttributes.get(ReplyState);
       const awaitsOperator = state === 'held' || state === 'awaiting_approval' || state === 'failed';
-      if (!awaitsOperator && row.received_at.getTime() < now.getTime() - graceMs)
+      if (!awaitsOperator && row.receivedAt.getTime() < now.getTime() - graceMs)
         noOutcome.push({
           ...event,
           why: `still running in state ${state ?? 'received'} after the grace period`,
@@ -164,11 +158,7 @@ async function checkEvents(
       return;
     }
     // The workflow writes its outcome before it closes; read again in case it closed meanwhile.
-    const again = await pool.query('SELECT outcome FROM events WHERE provider = $1 AND event_id = $2', [
-      row.provider,
-      row.event_id,
-    ]);
-    if (!again.rows[0]?.outcome)
+    if (!(await ledger.outcomeOf(row.provider, row.eventId)))
       noOutcome.push({
         ...event,
         why: `workflow ${description.status.name.toLowerCase()} without an outcome`,
@@ -179,41 +169,21 @@ async function checkEvents(
 }
 
 async function findExpiredLeases(pool: Pool): Promise<ExpiredLease[]> {
-  const { rows } = await pool.query(
-    `SELECT id, workflow_id, business_key, lease_expires_at FROM effects
-      WHERE status = 'sending' AND (lease_expires_at IS NULL OR lease_expires_at < now() - $1 * interval '1 millisecond')
-      ORDER BY lease_expires_at NULLS FIRST`,
-    [LEASE_SLACK_MS],
-  );
-  return rows.map((r) => ({
-    effectId: r.id,
-    workflowId: r.workflow_id,
-    businessKey: r.business_key,
-    leaseExpiresAt: r.lease_expires_at?.toISOString() ?? null,
-  }));
+  const rows = await createEffectsRepository(pool).expiredLeases(LEASE_SLACK_MS);
+  return rows.map((r) => ({ ...r, leaseExpiresAt: r.leaseExpiresAt?.toISOString() ?? null }));
 }
 
 /** Held effect rows and held workflows (visibility) with no delivered `held` alert. */
 async function findUnalertedHeld(pool: Pool, held: WorkItem[], now: Date): Promise<UnalertedHeld[]> {
   const settled = new Date(now.getTime() - ALERT_SLACK_MS);
-  const { rows } = await pool.query<{ workflow_id: string; business_key: string }>(
-    `SELECT workflow_id, business_key FROM effects
-      WHERE status = 'held' AND updated_at < $1
-        AND NOT EXISTS (SELECT 1 FROM alerts WHERE alerts.workflow_id = effects.workflow_id AND kind = 'held')`,
-    [settled],
-  );
-  const found = new Map<string, UnalertedHeld>(
-    rows.map((r) => [r.workflow_id, { workflowId: r.workflow_id, businessKey: r.business_key }]),
-  );
+  const alerts = createAlerts(pool);
+  const rows = await alerts.heldWithoutAlert(settled);
+  const found = new Map<string, UnalertedHeld>(rows.map((r) => [r.workflowId, r]));
   const heldWorkflows = held.filter(
     (w) => w.state === 'held' && Date.parse(w.startedAt) < settled.getTime() && !found.has(w.workflowId),
   );
   if (heldWorkflows.length > 0) {
-    const alerted = await pool.query<{ workflow_id: string }>(
-      `SELECT DISTINCT workflow_id FROM alerts WHERE kind = 'held' AND workflow_id = ANY($1::text[])`,
-      [heldWorkflows.map((w) => w.workflowId)],
-    );
-    const told = new Set(alerted.rows.map((r) => r.workflow_id));
+    const told = await alerts.heldAlerted(heldWorkflows.map((w) => w.workflowId));
     for (const w of heldWorkflows)
       if (!told.has(w.workflowId))
         found.set(w.workflowId, { workflowId: w.workflowId, businessKey: w.businessKey });

@@ -8,6 +8,8 @@ import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Socket } from 'node:net';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { z } from 'zod';
+import { createConversations } from '../db/conversations';
+import { createEventLedger, type EventLedger } from '../db/events';
 import type { Pool } from '../db/pool';
 import { createSandboxFaults } from '../db/sandbox-faults';
 import { createSandboxMessages } from '../db/sandbox-messages';
@@ -168,6 +170,8 @@ export function sandboxRouter(options: SandboxOptions): express.Router {
   const { pool } = options;
   const messages = createSandboxMessages(pool);
   const faults = createSandboxFaults(pool);
+  const conversations = createConversations(pool);
+  const ledger = createEventLedger(pool);
   const router = express.Router();
   const json = express.json({ limit: '64kb' });
   // Answered with 404, not 403: to anyone it is not for, the sandbox does not exist.
@@ -271,16 +275,16 @@ export function sandboxRouter(options: SandboxOptions): express.Router {
     const rows = await messages.conversation(conversationId);
     const [armedFault, conversation, replies] = await Promise.all([
       faults.armed(conversationId),
-      pool.query('SELECT state FROM conversations WHERE id = $1', [`sandbox:${conversationId}`]),
+      conversations.state(`sandbox:${conversationId}`),
       replyProgress(
-        pool,
+        ledger,
         rows.filter((m) => m.author === 'user').map((m) => eventIdOf(m.id)),
       ),
     ]);
     res.json({
       messages: rows.map((m) => (m.author === 'user' ? { ...m, reply: replies.get(eventIdOf(m.id)) } : m)),
       armedFault,
-      conversationState: conversation.rows[0]?.state ?? 'unhandled',
+      conversationState: conversation?.state ?? 'unhandled',
     });
   });
 
@@ -338,22 +342,8 @@ export function sandboxRouter(options: SandboxOptions): express.Router {
  * Where the reply to each event stands: the effect row while it runs, the event's outcome once its
  * workflow ended, and the last operator decision. Identifiers and states only, never text.
  */
-async function replyProgress(pool: Pool, eventIds: string[]) {
-  const { rows } = await pool.query<{
-    event_id: string;
-    workflow_id: string;
-    outcome: string | null;
-    outcome_reason: string | null;
-    effect_status: string | null;
-    decision: string | null;
-  }>(
-    `SELECT e.event_id, e.workflow_id, e.outcome, e.outcome_reason, f.status AS effect_status,
-            (SELECT a.action FROM audit_log a WHERE a.workflow_id = e.workflow_id AND a.result LIKE 'accepted%'
-              ORDER BY a.id DESC LIMIT 1) AS decision
-       FROM events e LEFT JOIN effects f ON f.workflow_id = e.workflow_id
-      WHERE e.provider = 'sandbox' AND e.event_id = ANY($1::text[])`,
-    [eventIds],
-  );
+async function replyProgress(ledger: EventLedger, eventIds: string[]) {
+  const rows = await ledger.sandboxReplies(eventIds);
   const found = new Map(rows.map((r) => [r.event_id, r]));
   return new Map(
     eventIds.map((eventId) => {
