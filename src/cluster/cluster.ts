@@ -11,6 +11,7 @@ import { Connection } from '@temporalio/client';
 import pg from 'pg';
 import { ALL_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
 import { systemVariables } from '../config';
+import { shardData } from '../db/temporal-shards';
 import { portIsFree } from '../ports';
 import { findTemporalCli, PROJECT_ROOT } from '../temporal/binaries';
 import { DEV_RETENTION_DAYS } from '../temporal/dev-server';
@@ -213,10 +214,9 @@ async function waitForSearchAttributes(address: string, namespace: string, timeo
 }
 
 async function shardOwners(pool: pg.Pool, nodes: TemporalNode[]): Promise<Map<number, number>> {
-  const { rows } = await pool.query<{ data: Buffer }>('SELECT data FROM shards');
   const counts = new Map<number, number>();
-  for (const row of rows) {
-    const owner = shardOwner(row.data);
+  for (const data of await shardData(pool)) {
+    const owner = shardOwner(data);
     const node = nodes.find((n) => owner?.startsWith(`${n.historyAddress}-`));
     const key = node?.number ?? 0;
     counts.set(key, (counts.get(key) ?? 0) + 1);

@@ -3,6 +3,7 @@
 // (deploy/temporal/config.yaml: 10 + 5 connections), so two nodes may hold 120 connections besides
 // replyflow's own pools, and PostgreSQL's default of 100 runs out under load ("too many clients").
 import pg from 'pg';
+import { maxConnections, setMaxConnections } from '../db/server-roles';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from '../embedded/postgres';
 
 const CLUSTER_MAX_CONNECTIONS = 300;
@@ -14,12 +15,9 @@ export async function startClusterPostgres(dir: string): Promise<EmbeddedPostgre
   let current: number;
   try {
     await client.connect();
-    current = Number(
-      (await client.query<{ max_connections: string }>('SHOW max_connections')).rows[0]!.max_connections,
-    );
+    current = await maxConnections(client);
     // Written to postgresql.auto.conf in the data directory: later starts keep it.
-    if (current < CLUSTER_MAX_CONNECTIONS)
-      await client.query(`ALTER SYSTEM SET max_connections = ${CLUSTER_MAX_CONNECTIONS}`);
+    if (current < CLUSTER_MAX_CONNECTIONS) await setMaxConnections(client, CLUSTER_MAX_CONNECTIONS);
   } catch (err) {
     await postgres.stop().catch(() => {});
     throw err;

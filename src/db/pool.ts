@@ -34,3 +34,8 @@ export async function withClient<T>(pool: Pool, use: (client: pg.PoolClient) => 
     client.release(failure);
   }
 }
+
+/** Answers once PostgreSQL runs a query for this pool (the receiver's readiness). */
+export async function ping(pool: Pool): Promise<void> {
+  await pool.query('SELECT 1');
+}

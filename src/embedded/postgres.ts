@@ -23,6 +23,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { systemVariables } from '../config';
+import { ensureDatabase, ensureLoginRole, grantDefaultPrivileges, setRolePassword } from '../db/server-roles';
 import { freePort } from '../ports';
 import { EmbeddedPostgresError } from './errors';
 
@@ -357,7 +358,7 @@ async function waitUntilAccepting(server: ChildProcess, url: string, timeoutMs =
 /** Sets the generated superuser password on a cluster initialised before passwords were generated. */
 async function adoptGeneratedPasswords(url: string, credentials: Credentials, dir: string): Promise<void> {
   await withClient(url, async (client) => {
-    await client.query(`ALTER ROLE ${ADMIN} PASSWORD ${client.escapeLiteral(credentials.admin)}`);
+    await setRolePassword(client, ADMIN, credentials.admin);
   });
   saveCredentials(dir, credentials);
 }
@@ -380,21 +381,10 @@ async function setUpApplicationRole(
   password: string,
 ): Promise<void> {
   await withClient(serverUrl, async (client) => {
-    const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
-    if (exists.rowCount === 0) await client.query(`CREATE DATABASE ${client.escapeIdentifier(database)}`);
-    const role = await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [APP]);
-    if (role.rowCount === 0) await client.query(`CREATE ROLE ${APP}`);
-    await client.query(
-      `ALTER ROLE ${APP} WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD ${client.escapeLiteral(password)}`,
-    );
+    await ensureDatabase(client, database);
+    await ensureLoginRole(client, APP, password);
   });
-  await withClient(databaseUrl, async (client) => {
-    await client.query(`
-      REVOKE CREATE ON SCHEMA public FROM PUBLIC;
-      GRANT USAGE ON SCHEMA public TO ${APP};
-      ALTER DEFAULT PRIVILEGES FOR ROLE ${ADMIN} IN SCHEMA public GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO ${APP};
-      ALTER DEFAULT PRIVILEGES FOR ROLE ${ADMIN} IN SCHEMA public GRANT USAGE, SELECT ON SEQUENCES TO ${APP};`);
-  });
+  await withClient(databaseUrl, (client) => grantDefaultPrivileges(client, ADMIN, APP));
 }
 
 async function withClient(url: string, use: (client: pg.Client) => Promise<void>): Promise<void> {

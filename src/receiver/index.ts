@@ -12,7 +12,7 @@ import type { NativeConnection } from '@temporalio/worker';
 import { statusQuery, tenantRevokedWorkflowId } from '../../workflows/messages';
 import { type Config, sandboxSecrets, slackOAuthSettings } from '../config';
 import { createSignedBodiesStore } from '../db/github-signed-bodies';
-import type { Pool } from '../db/pool';
+import { type Pool, ping } from '../db/pool';
 import { createTenantCredentialStore } from '../db/tenant-credentials';
 import type { Logger } from '../logger';
 import { createReceiverMetrics } from '../metrics';
@@ -183,7 +183,7 @@ export async function startReceiver(options: {
             () => true,
             () => false,
           ),
-        answersWithin(READINESS_DEADLINE_MS, () => pool.query('SELECT 1')),
+        answersWithin(READINESS_DEADLINE_MS, () => ping(pool)),
         calls
           .run(READINESS_DEADLINE_MS, () =>
             searchAttributeProblems(connection.operatorService, config.TEMPORAL_NAMESPACE),
