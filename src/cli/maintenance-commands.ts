@@ -1,10 +1,12 @@
 // The commands about the system as a whole: `reconcile` (do the ledger, the effects and Temporal agree),
+// `patches` (how many open runs still need each patch's old path),
 // `audit` (who decided what), `conversation` (hand-off, hand-back, close, reopen), each through
 // replyflow's operator API, and `purge` (retention), the admin's, on the database (src/cli/admin.ts).
 import { Argument, type Command, Option } from 'commander';
 import { recordAction } from '../operator/audit';
 import type { ConversationAction } from '../operator/conversations';
 import { OperatorInputError } from '../operator/errors';
+import type { PatchReport } from '../operator/patches';
 import { checkPurgeWindow, purge } from '../operator/purge';
 import type { ReconcileReport } from '../operator/reconcile';
 import { adminAction } from './admin';
@@ -31,6 +33,22 @@ export function registerMaintenanceCommands(program: Command, ctx: CliContext): 
         if (opts.json) printJson(ctx.io.stdout, report);
         else printReconcile(ctx.io, report);
         return report.consistent ? EXIT.ok : EXIT.notDone;
+      }),
+    );
+
+  program
+    .command('patches')
+    .description(
+      'how many open runs recorded each workflow patch, and how many may still need its old path (docs/deploy.md)',
+    )
+    .option('--task-queue <name>', 'only runs on this task queue (default: every queue of the namespace)')
+    .addOption(jsonOption())
+    .action(
+      operatorAction(ctx, async (session, opts: { taskQueue?: string; json?: boolean }) => {
+        const report = await session.api().patches(opts.taskQueue);
+        if (opts.json) printJson(ctx.io.stdout, report);
+        else printPatches(ctx.io, report);
+        return EXIT.ok;
       }),
     );
 
@@ -143,6 +161,29 @@ interface PurgeOptions {
   reason: string;
   dryRun?: boolean;
   json?: boolean;
+}
+
+function printPatches(io: CliIo, report: PatchReport): void {
+  const where = report.taskQueue ? ` on task queue ${report.taskQueue}` : '';
+  printLine(io.stdout, `${report.openRuns} open event runs${where} at ${report.checkedAt}.`);
+  printLine(
+    io.stdout,
+    table(
+      ['PATCH', 'ADDED', 'NEW RUNS', 'RECORDED', 'OPEN BEFORE CUTOFF', 'MAY NEED OLD PATH'],
+      report.patches.map((p) => [
+        p.id,
+        `${p.added.date} ${p.added.commit}`,
+        p.deprecated ? 'deprecated' : p.recordedByNewRuns ? 'record it' : 'superseded',
+        p.recorded,
+        `${p.startedBefore} (started before ${p.cutoff})`,
+        p.mayNeedOldPath,
+      ]),
+    ),
+  );
+  printLine(
+    io.stdout,
+    "A patch's old path can go (docs/deploy.md) once MAY NEED OLD PATH is 0 on every namespace that runs replyflow.",
+  );
 }
 
 function printReconcile(io: CliIo, report: ReconcileReport): void {

@@ -9,6 +9,7 @@ import type { ConversationAction, ConversationOutcome } from '../operator/conver
 import type { DecisionRequest } from '../operator/decisions';
 import { NotPermittedError, OperatorInputError, OperatorTokenRefusedError } from '../operator/errors';
 import type { Inspection } from '../operator/inspect';
+import type { PatchReport } from '../operator/patches';
 import type { ReconcileReport } from '../operator/reconcile';
 import type { ItemResult, SelectionItem } from '../operator/selection';
 import type { WorkItem } from '../operator/workflows';
@@ -95,6 +96,10 @@ export class OperatorApiClient {
     );
     if (verdict === undefined) return result;
     return { ...result, result: verdict.startsWith('Accepted') ? 'accepted' : 'rejected', detail: verdict };
+  }
+
+  patches(taskQueue?: string): Promise<PatchReport> {
+    return this.get('/patches', { taskQueue });
   }
 
   reconcile(graceMs?: number): Promise<ReconcileReport> {

@@ -28,6 +28,7 @@ import { type ConversationAction, operateConversation } from './conversations';
 import { actionOf, awaitVerdict, type DecisionOutcome, type DecisionRequest, decide } from './decisions';
 import { NotPermittedError, OperatorInputError, WorkflowUnansweredError } from './errors';
 import { inspectWorkflow } from './inspect';
+import { patchReport } from './patches';
 import { reconcile } from './reconcile';
 import { planReprocess, reprocessItem } from './selection';
 import { listWork } from './workflows';
@@ -105,6 +106,7 @@ const auditQuery = z.object({
 });
 const waitQuery = z.object({ runId: z.string().min(1), waitMs: z.coerce.number().int().min(0).optional() });
 const graceQuery = z.object({ graceMs: z.coerce.number().int().min(0).optional() });
+const patchesQuery = z.object({ taskQueue: z.string().min(1).max(1000).optional() });
 
 /** The body or query a schema accepts, or OperatorInputError naming the first problem (never echoing values). */
 function parse<T>(schema: z.ZodType<T>, value: unknown): T {
@@ -349,6 +351,17 @@ export function operatorApi(options: OperatorApiOptions): OperatorApi {
         namespace: config.TEMPORAL_NAMESPACE,
         graceMs: graceMs ?? config.SEND_MAX_ELAPSED + 3_600_000,
       });
+    }),
+  );
+
+  api.get(
+    '/patches',
+    handle(async (req, _res, account, client) => {
+      const { taskQueue } = parse(patchesQuery, req.query);
+      await authorize(account, 'view', { action: 'view', target: 'patches' });
+      // Counts over every tenant's runs: only an operator of all of them reads it.
+      await everyTenant(account, { action: 'patches', target: 'patches' });
+      return patchReport(client, { taskQueue });
     }),
   );
 

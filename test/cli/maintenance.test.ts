@@ -1,18 +1,20 @@
 // The operator CLI on the system as a whole: reconcile finds planted inconsistencies (and only within
-// the retention), audit filters the log, conversation moves are role-checked and audited, and purge (the
+// the retention), patches counts the open runs on each patch's paths, audit filters the log, conversation moves are role-checked and audited, and purge (the
 // admin's) keeps what dedupe needs. Real dev server, PostgreSQL, a codec server and a worker on this suite's
 // own queue; each command runs as an operator account with the roles it needs (or lacks).
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import type { AuditEntry } from '../../src/operator/audit';
+import type { PatchReport } from '../../src/operator/patches';
 import type { PurgeReport } from '../../src/operator/purge';
 import type { ReconcileReport } from '../../src/operator/reconcile';
+import { PATCHES } from '../../workflows/patches';
 import { eventually } from '../support/eventually';
 import { operatorDecides, type TestOperator, testOperator } from '../support/operators';
 import { database } from '../support/servers';
 import { sandboxEvent, uniqueId, workerSuite } from '../support/system';
-import { auditRows, startEvent, waitForState } from '../support/workflows';
+import { auditRows, heldItem, startEvent, waitForState } from '../support/workflows';
 import { adminEnv, cli, cliJson } from './harness';
 
 describe('operator CLI: reconcile, audit, conversation, purge (dev server, PostgreSQL, a worker)', function () {
@@ -106,6 +108,55 @@ describe('operator CLI: reconcile, audit, conversation, purge (dev server, Postg
     await db.query(`UPDATE effects SET status = 'discarded' WHERE id = ANY($1::uuid[])`, [
       [stuck.id, leased.id, unalerted.id, alerted.id],
     ]);
+  });
+
+  it('patches counts, per patch, the open runs that recorded it and those that may need its old path', async () => {
+    const { handle } = await heldItem(suite);
+    const queue = suite.config.TEMPORAL_TASK_QUEUE;
+    // What visibility says of each open event run on the queue: the patches it recorded, when it started.
+    const openRuns = async () => {
+      const runs: { patches: string[]; startedAt: number }[] = [];
+      for await (const info of suite.temporal.client.workflow.list({
+        query: `WorkflowType="handleEvent" AND ExecutionStatus="Running" AND TaskQueue="${queue}"`,
+      }))
+        runs.push({
+          patches: (info.searchAttributes.TemporalChangeVersion as string[] | undefined) ?? [],
+          startedAt: info.startTime.getTime(),
+        });
+      return runs;
+    };
+    const runs = await eventually('the held run shows the patches it recorded', async () => {
+      const found = await openRuns();
+      return found.some((run) => run.patches.length > 0) ? found : undefined;
+    });
+    const report = await cliJson<PatchReport>(['patches', '--task-queue', queue], { as: bob });
+    assert.equal(report.taskQueue, queue);
+    assert.equal(report.openRuns, runs.length);
+    assert.deepEqual(
+      report.patches.map((p) => p.id),
+      PATCHES.map((p) => p.id),
+    );
+    for (const patch of report.patches) {
+      const before = runs.filter((run) => run.startedAt < Date.parse(patch.cutoff));
+      assert.deepEqual(
+        [patch.recorded, patch.startedBefore, patch.mayNeedOldPath],
+        [
+          runs.filter((run) => run.patches.includes(patch.id)).length,
+          before.length,
+          before.filter((run) => !run.patches.includes(patch.id)).length,
+        ],
+        patch.id,
+      );
+    }
+    assert.ok(
+      report.patches.some((p) => p.recorded > 0),
+      'the held run recorded patches',
+    );
+    const text = await cli(['patches', '--task-queue', queue], { as: bob });
+    assert.equal(text.code, 0, text.stderr);
+    for (const patch of PATCHES) assert.match(text.stdout, new RegExp(`^${patch.id} `, 'm'));
+    await operatorDecides(handle, 'resolve', { action: 'discard', reason: 'clean up' });
+    await handle.result();
   });
 
   it('records the delivered alert of held work, which reconcile looks for', async () => {
