@@ -264,9 +264,10 @@ describe('operator CLI: work by tenant, operators limited to tenants (dev server
     await clean(b);
   });
 
-  it('refuses team A’s operator what spans every tenant: reconcile and conversation moves, audited', async () => {
+  it('refuses team A’s operator what spans every tenant: reconcile, patches and conversation moves, audited', async () => {
     for (const [argv, action, target] of [
       [['reconcile'], 'reconcile', 'reconcile'],
+      [['patches'], 'patches', 'patches'],
       [
         ['conversation', 'handback', `sandbox:${uniqueId('c')}`, '--reason', 'r'],
         'conversation:handback',
