@@ -8,6 +8,7 @@ import type { conversationActivities } from './conversation';
 import type { effectActivities } from './effects';
 import type { ledgerActivities } from './ledger';
 import type { replyActivities } from './reply';
+import { eventOf } from './run-event';
 
 /**
  * The first step of the first effect, claimed, and the answer when the built-in responder wrote it
@@ -63,12 +64,14 @@ export function admitActivities(parts: {
      * (nor judged) twice for one event, and an existing effect row is the claim.
      */
     async admitEvent(input: {
-      event: InboundEvent;
+      /** Left out by a regular task (a reprocess): the run's own (activities/run-event.ts). */
+      event?: InboundEvent;
       workflowId: string;
       firstEffectId?: string;
       firstRunId?: string;
     }): Promise<Admission> {
-      const { event, workflowId } = input;
+      const { workflowId } = input;
+      const event = await eventOf(input);
       const ledger = await parts.ledger.recordEvent(event, input.firstRunId);
       if (!ledger.firstTime) return { firstTime: false };
       const plan = await parts.reply.planEffects(event);

@@ -11,6 +11,7 @@ import { PermanentResponderError } from '../src/responders/errors';
 import { answersByDefault } from '../src/routes';
 import type { ActivityDeps } from './deps';
 import { mappingFailure, permanent } from './errors';
+import { eventOf } from './run-event';
 
 export function replyActivities({
   responder,
@@ -51,11 +52,12 @@ export function replyActivities({
 
     /**
      * Asks the bot's logic once and checks its answer against the step's target: one plain `text`,
-     * several `messages`, or `text` null: the responder chose not to reply.
+     * several `messages`, or `text` null: the responder chose not to reply. `event`: left out by a
+     * regular task (a responder service), which reads the run's own (activities/run-event.ts).
      */
-    async prepareReply(input: { event: InboundEvent; step: StepPlan }): Promise<PreparedReply> {
+    async prepareReply(input: { event?: InboundEvent; step: StepPlan }): Promise<PreparedReply> {
       try {
-        return prepareAnswer(await responder.answer(input.event), input.step.target);
+        return prepareAnswer(await responder.answer(await eventOf(input)), input.step.target);
       } catch (err) {
         if (err instanceof PermanentResponderError) throw permanent(err, Failure.PermanentResponder);
         throw err;

@@ -247,7 +247,11 @@ export class EffectAttempt {
     let answering = this.oneTaskSends && this.plan.responderIsLocal ? localResponder : responder;
     for (;;) {
       try {
-        const reply = await answering.prepareReply({ event: this.event, step });
+        // A task reads the event from the run's history (activities/run-event.ts): its input would
+        // hold it a second time.
+        const reply = await answering.prepareReply(
+          answering === localResponder ? { event: this.event, step } : { step },
+        );
         this.run.atStep(step.name);
         return await this.answered(ctx, effect, reply);
       } catch (err) {

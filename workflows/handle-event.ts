@@ -201,8 +201,10 @@ export async function handleEvent(event: InboundEvent, resumed?: Resumed): Promi
     let admitting = bookkeeping;
     for (let planning = planningAttemptOf(resumed); ; planning += 1) {
       try {
+        // A task reads the event from the run's history (activities/run-event.ts), so that each
+        // reprocess does not add the event to it again.
         const admission = await admitting.admitEvent({
-          event,
+          ...(admitting === records ? {} : { event }),
           workflowId,
           firstEffectId: uuid4(),
           firstRunId: workflowInfo().firstExecutionRunId,

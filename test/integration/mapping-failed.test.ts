@@ -20,7 +20,7 @@ import { startTestReceiver } from '../support/receiver';
 import { database, devServer, TEST_ENCRYPTION_KEY } from '../support/servers';
 import { signStripeEvent } from '../support/signers';
 import { startTestWorker, testConfig, uniqueId } from '../support/system';
-import { effectRows, waitForState } from '../support/workflows';
+import { effectRows, historyInputBytes, waitForState } from '../support/workflows';
 
 const STRIPE_SECRET = 'whsec_mapping_failed_test_secret';
 
@@ -105,6 +105,8 @@ describe('a route that cannot map an event at run time: failed, named, alerted, 
           object: 'refund',
           status: 'succeeded',
           metadata: { shop: 's1', order },
+          // A long note: the event is 100 kB, which a reprocess must not add to the history again.
+          description: 'x'.repeat(100_000),
         },
       },
     });
@@ -222,5 +224,11 @@ describe('a route that cannot map an event at run time: failed, named, alerted, 
     );
     assert.equal(orders.posts('orders').filter((r) => r.body.order === order).length, 1);
     assert.equal((await handle.query(statusQuery)).state, 'succeeded');
+    // The reprocess admitted the event again as a task, which read it from the run
+    // (activities/run-event.ts): the history holds the event once.
+    const inputs = await historyInputBytes(handle);
+    assert.ok(inputs.run > 100_000);
+    assert.equal(inputs.tasks.admitEvent?.length, 1);
+    assert.ok(inputs.tasks.admitEvent[0]! < 2_000, `admitEvent input: ${inputs.tasks.admitEvent[0]} bytes`);
   });
 });

@@ -66,3 +66,22 @@ export async function heldItem(suite: WorkerSuite, drops = 1) {
   const [row] = await effectRows(`chat:sandbox:${conversationId}:m1:answer`);
   return { handle, conversationId, effectId: row.id as string };
 }
+
+/**
+ * How many bytes of (encoded) input the run's history holds: the run's own, and each activity task's
+ * by activity type, in order. What grows a history toward Temporal's limit.
+ */
+export async function historyInputBytes(handle: WorkflowHandle) {
+  const bytes = (payloads?: { data?: Uint8Array | null }[] | null) =>
+    (payloads ?? []).reduce((sum, p) => sum + (p.data?.length ?? 0), 0);
+  const { events } = await handle.fetchHistory();
+  const tasks: Record<string, number[]> = {};
+  for (const event of events ?? []) {
+    const scheduled = event.activityTaskScheduledEventAttributes;
+    if (!scheduled) continue;
+    const type = scheduled.activityType?.name ?? '';
+    tasks[type] = [...(tasks[type] ?? []), bytes(scheduled.input?.payloads)];
+  }
+  const started = events?.[0]?.workflowExecutionStartedEventAttributes;
+  return { run: bytes(started?.input?.payloads), tasks };
+}

@@ -11,7 +11,7 @@ import { FakeTarget } from '../support/fake-target';
 import { operatorDecides } from '../support/operators';
 import { timeSkipping } from '../support/servers';
 import { sandboxEvent, startTestWorker, testConfig, uniqueId } from '../support/system';
-import { effectRows, startEvent, waitForState } from '../support/workflows';
+import { effectRows, historyInputBytes, startEvent, waitForState } from '../support/workflows';
 
 /** What the responder says to a message whose text is one of these: no reply, in each way it may. */
 const QUIET: Record<string, { status: number; body?: string }> = {
@@ -22,7 +22,7 @@ const QUIET: Record<string, { status: number; body?: string }> = {
 
 /** A responder service that answers, or refuses with the status it is told. */
 async function fakeResponder() {
-  const asked: { text: string; authorization?: string }[] = [];
+  const asked: { text: string; authorization?: string; rawBytes: number }[] = [];
   let refuseWith: number | undefined;
   const server = http.createServer((req, res) => {
     let raw = '';
@@ -30,8 +30,12 @@ async function fakeResponder() {
       raw += c;
     });
     req.on('end', () => {
-      const body = JSON.parse(raw) as { text: string };
-      asked.push({ text: body.text, authorization: req.headers.authorization });
+      const body = JSON.parse(raw) as { text: string; raw?: unknown };
+      asked.push({
+        text: body.text,
+        authorization: req.headers.authorization,
+        rawBytes: JSON.stringify(body.raw ?? null).length,
+      });
       if (refuseWith) {
         res.writeHead(refuseWith, { 'content-type': 'application/json' }).end('{"error":"no"}');
         return;
@@ -97,6 +101,25 @@ describe('HTTP responder through the event workflow (time-skipping server)', fun
     assert.deepEqual(
       responder.asked.filter((a) => a.text === 'where is my parcel?').map((a) => a.authorization),
       ['Bearer gw-token'],
+    );
+  });
+
+  it('posts the whole event to the responder, and its history holds the event once', async () => {
+    const conv = uniqueId('c');
+    const event = sandboxEvent({ conversationId: conv, messageId: 'm1', text: 'a long one' });
+    // A message with a large attachment: the event is 200 kB.
+    event.payload = { ...(event.payload as object), attachment: 'x'.repeat(200_000) };
+    const handle = await startEvent(env.client, config.TEMPORAL_TASK_QUEUE, event);
+    assert.equal((await handle.result()).state, 'succeeded');
+    const [asked] = responder.asked.filter((a) => a.text === 'a long one');
+    assert.ok(asked && asked.rawBytes > 200_000, 'the responder is posted the raw payload');
+    const inputs = await historyInputBytes(handle);
+    assert.ok(inputs.run > 200_000);
+    // The responder's task reads the event from the run (activities/run-event.ts).
+    assert.equal(inputs.tasks.prepareReply?.length, 1);
+    assert.ok(
+      inputs.tasks.prepareReply[0]! < 5_000,
+      `prepareReply input: ${inputs.tasks.prepareReply[0]} bytes`,
     );
   });
 
