@@ -28,6 +28,15 @@ describe('chaos run at CI size (faults injected, system restarted under load)', 
     });
   });
 
+  after(() => {
+    // A run at this size takes about a minute; when one takes much longer, say where the time went
+    // (the run's own timeline), since nothing fails for it.
+    if (result && result.elapsedMs > 150_000)
+      console.log(
+        `      chaos run took ${Math.round(result.elapsedMs / 1000)} s:\n${progress.join('\n')}\n${formatInjectorLog(result.report.injector)}`,
+      );
+  });
+
   const explainRun = () =>
     `${formatReport(result.report, 'chaos run')}\n\ninjector log:\n${formatInjectorLog(result.report.injector)}\n\n${progress.join('\n')}`;
 
