@@ -4,7 +4,9 @@
 // It starts everything itself under a temp dir: an embedded PostgreSQL, and a dev server per store
 // (`file`: SQLite on disk, as `npm start` runs it; `memory`: no disk, the server's ceiling). The
 // receiver runs in a child process of its own, as in production, so that the load generator does not
-// share its event loop.
+// share its event loop. Then, per store, the "worker busy" rounds: the same pairs against a
+// `replyflow start` (receiver and worker in one process, as `npm start` runs it) while its worker
+// drains a backlog of events (`--backlog`).
 import { type ChildProcess, execFileSync, fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -27,6 +29,7 @@ import { eventStartOptions } from '../src/receiver/start-event';
 import { dataConverter } from '../src/temporal/client';
 import { type DevServer, startDevServer } from '../src/temporal/dev-server';
 import type { handleEvent } from '../workflows';
+import { SYSTEM_SECRET, SYSTEM_TASK_QUEUE, System } from './chaos/system';
 
 const SECRET = 'whsec_cmVwbHlmbG93LWJlbmNobWFyay1zZWNyZXQ=';
 const ENCRYPTION_KEY = Buffer.alloc(32, 9).toString('base64');
@@ -54,6 +57,12 @@ interface Options {
   stores: Store[];
   /** A directory for the receiver process's CPU profile (open it in Chrome DevTools). */
   profile?: string;
+  /**
+   * Events the worker of a `replyflow start` (receiver and worker in one process, as `npm start` runs
+   * them) has waiting before the "worker busy" rounds, which measure its receiver while that worker
+   * drains them; 0 skips them. @default 3000
+   */
+  backlog: number;
 }
 
 /** One measurement: completed operations per second and their latency percentiles (ms). */
@@ -127,6 +136,7 @@ function options(): Options {
       'rate-seconds': { type: 'string', default: '6' },
       store: { type: 'string', default: 'memory,file' },
       profile: { type: 'string' },
+      backlog: { type: 'string', default: '3000' },
     },
   });
   const stores = values.store.split(',') as Store[];
@@ -141,11 +151,12 @@ function options(): Options {
     rateSeconds: Number(values['rate-seconds']),
     stores,
     profile: values.profile,
+    backlog: Number(values.backlog),
   };
 }
 
 /** A sandbox chat message, signed as the sandbox page signs it, with a fresh event id. */
-function signedMessage(): { headers: Record<string, string>; body: string } {
+function signedMessage(secret = SECRET): { headers: Record<string, string>; body: string } {
   const eventId = `bench_${randomUUID()}`;
   const body = JSON.stringify({
     type: 'message',
@@ -154,12 +165,12 @@ function signedMessage(): { headers: Record<string, string>; body: string } {
     text: 'what are your opening hours?',
     sentAt: new Date().toISOString(),
   });
-  return { headers: signStandardWebhook(SECRET, eventId, body), body };
+  return { headers: signStandardWebhook(secret, eventId, body), body };
 }
 
 /** The event the receiver would start for a message: the raw loop starts exactly the same thing. */
-function eventFor(message: ReturnType<typeof signedMessage>): InboundEvent {
-  const result = sandboxProvider(SECRET).parse({
+function eventFor(message: ReturnType<typeof signedMessage>, secret = SECRET): InboundEvent {
+  const result = sandboxProvider(secret).parse({
     rawBody: Buffer.from(message.body),
     headers: message.headers,
     params: {},
@@ -174,8 +185,13 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 }
 
-/** C loops start workflows for `seconds`; each start is timed on its own. */
-async function rawStarts(client: Client, seconds: number, concurrency: number): Promise<Figures> {
+/** C loops start workflows for `seconds` (on `taskQueue`, which no worker polls); each start is timed on its own. */
+async function rawStarts(
+  client: Client,
+  seconds: number,
+  concurrency: number,
+  taskQueue = TASK_QUEUE,
+): Promise<Figures> {
   const latencies: number[] = [];
   const began = performance.now();
   const until = began + seconds * 1000;
@@ -184,7 +200,7 @@ async function rawStarts(client: Client, seconds: number, concurrency: number): 
       while (performance.now() < until) {
         const event = eventFor(signedMessage());
         const t = performance.now();
-        await client.workflow.start<typeof handleEvent>('handleEvent', eventStartOptions(event, TASK_QUEUE));
+        await client.workflow.start<typeof handleEvent>('handleEvent', eventStartOptions(event, taskQueue));
         latencies.push(performance.now() - t);
       }
     }),
@@ -258,7 +274,11 @@ async function postWebhook(url: string): Promise<boolean> {
 }
 
 /** autocannon against the receiver: every request a new, validly signed event. */
-async function receiverAcks(url: string, load: { duration: number; connections: number }): Promise<Figures> {
+async function receiverAcks(
+  url: string,
+  load: { duration: number; connections: number },
+  secret = SECRET,
+): Promise<Figures> {
   const result = await autocannon({
     url,
     ...load,
@@ -267,7 +287,7 @@ async function receiverAcks(url: string, load: { duration: number; connections: 
         method: 'POST',
         path: '/webhooks/sandbox',
         setupRequest: (request) => {
-          const message = signedMessage();
+          const message = signedMessage(secret);
           return { ...request, headers: message.headers, body: message.body };
         },
       },
@@ -429,6 +449,81 @@ async function measure(
   }
 }
 
+/** Starts `count` events on the task queue of a `replyflow start`, C at a time: the work its worker drains. */
+async function startBacklog(client: Client, count: number, concurrency: number): Promise<void> {
+  let left = count;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (left-- > 0) {
+        const event = eventFor(signedMessage());
+        await client.workflow.start<typeof handleEvent>(
+          'handleEvent',
+          eventStartOptions(event, SYSTEM_TASK_QUEUE),
+        );
+      }
+    }),
+  );
+}
+
+/** Events of the backlog its worker has not finished. */
+async function openEvents(client: Client): Promise<number> {
+  const { count } = await client.workflow.count(
+    `WorkflowType = "handleEvent" AND ExecutionStatus = "Running" AND TaskQueue = "${SYSTEM_TASK_QUEUE}"`,
+  );
+  return count;
+}
+
+/**
+ * The "worker busy" rounds: a `replyflow start` as `npm start` runs it (its receiver starts each event
+ * eagerly on its own worker, on the same cores), with `opts.backlog` events waiting for that worker,
+ * measured in (raw, receiver) pairs like the idle rounds while the worker drains them. Raw starts go
+ * to a queue no worker polls, so they are the server's rate at that moment. Returns the row's cells.
+ */
+async function measureBusy(store: Store, opts: Options): Promise<string[]> {
+  const system = await System.start({ combined: 1, receivers: 0, workers: 0, temporalStore: store });
+  try {
+    const client = system.client.client;
+    const url = system.receiverUrls[0]!;
+    const proc = system.combined[0]!;
+    const pids = { server: devServerPid(system.temporal!.port), start: proc.pid, bench: process.pid };
+    console.log(
+      `\n[${store}, worker busy] replyflow start (pid ${proc.pid}), ${opts.backlog} events waiting`,
+    );
+    await startBacklog(client, opts.backlog, opts.concurrency);
+    const raw: Figures[] = [];
+    const acks: Figures[] = [];
+    for (let round = 1; round <= opts.rounds; round++) {
+      const left = await openEvents(client);
+      // A drained backlog is no longer a busy worker: the rounds after it would measure an idle one.
+      if (left < opts.backlog / 10) {
+        console.log(`  the worker drained the backlog (${left} left): no more rounds`);
+        break;
+      }
+      const r = await withCpu(pids, () => rawStarts(client, opts.seconds, opts.concurrency));
+      const a = await withCpu(pids, () =>
+        receiverAcks(url, { duration: opts.seconds, connections: opts.concurrency }, SYSTEM_SECRET),
+      );
+      raw.push(r);
+      acks.push(a);
+      console.log(
+        `  round ${round} (load ${loadAverage()}, ${left} events waiting): raw ${fixed(r.perSecond)} starts/s (${latency(r)}); ` +
+          `receiver ${fixed(a.perSecond)} acks/s (${latency(a)})${a.refused ? ` [not acknowledged: ${a.refused}]` : ''}; ratio ${fixed(a.perSecond / r.perSecond, 2)}`,
+      );
+      console.log(`    CPU ms per raw start: ${cpuText(r)}; per ack: ${cpuText(a)}`);
+    }
+    if (acks.length === 0) return ['-', '-', '-'];
+    const refused = acks.filter((a) => a.refused).length;
+    return [
+      `${fixed(median(acks.map((a) => a.perSecond)))}${refused ? ` (${refused} rounds refused some)` : ''}`,
+      `${fixed(median(acks.map((a) => a.p50)), 1)} / ${fixed(median(acks.map((a) => a.p99)), 1)}`,
+      fixed(median(acks.map((a, i) => a.perSecond / raw[i]!.perSecond)), 2),
+    ];
+  } finally {
+    await system.stop();
+    system.remove();
+  }
+}
+
 async function main(): Promise<void> {
   const opts = options();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'replyflow-bench-'));
@@ -451,7 +546,10 @@ async function main(): Promise<void> {
   await setUpDatabase(admin, { appRole: APPLICATION_ROLE }).finally(() => admin.end());
   try {
     const rows: string[][] = [];
-    for (const store of opts.stores) rows.push(await measure(store, opts, { dir, databaseUrl: pg.url }));
+    for (const store of opts.stores) {
+      const idle = await measure(store, opts, { dir, databaseUrl: pg.url });
+      rows.push([...idle, ...(opts.backlog > 0 ? await measureBusy(store, opts) : ['-', '-', '-'])]);
+    }
     const header = [
       'store',
       'raw starts/s',
@@ -461,6 +559,9 @@ async function main(): Promise<void> {
       'ratio',
       `ack p99 ms at ${opts.rate} req/s`,
       `raw p99 ms at ${opts.rate}/s`,
+      'acks/s, worker busy',
+      'ack p50 / p99 ms, worker busy',
+      'ratio, worker busy (≥ 0.8)',
     ];
     console.log(`\nmedians of ${opts.rounds} rounds (targets: ratio ≥ 0.9, p99 at 100 req/s ≤ 100 ms)`);
     for (const row of [header, header.map(() => '---'), ...rows]) console.log(`| ${row.join(' | ')} |`);

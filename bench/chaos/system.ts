@@ -45,7 +45,7 @@ export const SYSTEM_SECRET = `whsec_${randomBytes(24).toString('base64')}`;
 /** What the workers present to the sandbox target API on the receivers. */
 const SYSTEM_SANDBOX_TOKEN = randomBytes(24).toString('base64url');
 const SYSTEM_ENCRYPTION_KEY = Buffer.alloc(32, 11).toString('base64');
-const SYSTEM_TASK_QUEUE = 'replyflow';
+export const SYSTEM_TASK_QUEUE = 'replyflow';
 
 interface SystemOptions {
   receivers: number;
