@@ -5,6 +5,8 @@
 // after); then `--held` workflows held by a blind target (RSS with them). The settings run one after
 // the other in one run, so that their figures compare on the same machine at the same time:
 // `--settings "no-options;npm-start;--max-old-space-size=192 WORKER_MAX_CACHED_WORKFLOWS=50"`
+// (with `=` when the first setting begins with `--`, which node's parseArgs would take for an option:
+// `"--settings=--max-old-space-size=192 WORKER_MAX_CACHED_WORKFLOWS=64;npm-start"`)
 // (`npm-start`: the Node.js options package.json's start script gives it; NAME=value: a setting).
 import os from 'node:os';
 import { parseArgs } from 'node:util';
