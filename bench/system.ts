@@ -354,7 +354,7 @@ export class Bench {
     ackedAt: (result: T) => number,
   ): Promise<{
     result: T;
-    waits: { sent: number; ms: number }[];
+    waits: { conversationId: string; sent: number; ms: number }[];
     duringAcks: (w: { sent: number }) => boolean;
   }> {
     const sentAt = new Map<string, number>();
@@ -374,7 +374,11 @@ export class Bench {
     });
     await others;
     const replies = await this.waitForReplies([...sentAt.keys()]);
-    const waits = [...replies].map(([id, at]) => ({ sent: sentAt.get(id)!, ms: at - sentAt.get(id)! }));
+    const waits = [...replies].map(([conversationId, at]) => ({
+      conversationId,
+      sent: sentAt.get(conversationId)!,
+      ms: at - sentAt.get(conversationId)!,
+    }));
     const acked = ackedAt(result);
     return { result, waits, duringAcks: (w) => w.sent < acked };
   }
