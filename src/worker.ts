@@ -134,14 +134,21 @@ async function checkSearchAttributes(
  * Workflow tasks a worker runs at once when a receiver in its process starts workflows eagerly on it. A
  * task stays open while its send runs, the gather window included, so the SDK's default of 40 lets a
  * worker take ~20 new events a second, and each eager start needs a free slot: such a worker takes as
- * many tasks as it runs sends, never more than its cache holds. A worker on its own keeps the SDK's 40:
- * past it a burst waits in Temporal's task queue, and receivers sharing the machine keep their CPU for
- * acknowledging (a chaos run with as many task slots as send slots answered 94 deliveries 503 outside
- * any disruption, against 0 with 40; docs/benchmarks.md).
+ * many tasks as it runs sends, and at most half as many as its cache holds. A task for a run that is not
+ * cached needs a cached run evicted first, and one with a task or a send open cannot be: with as many
+ * slots as cached workflows, another conversation's first task waited behind a burst's until its
+ * 10 s task timeout (bench:fairness: p99 14.3 s with a cache of 200, 4.6 s with 400, 200 slots each;
+ * docs/benchmarks.md). A worker on its own keeps the SDK's 40: past it a burst waits in Temporal's
+ * task queue, and receivers sharing the machine keep their CPU for acknowledging (a chaos run with as
+ * many task slots as send slots answered 94 deliveries 503 outside any disruption, against 0 with 40).
  */
-function eagerWorkflowTaskSlots(config: Config): number {
-  const cache = config.WORKER_MAX_CACHED_WORKFLOWS || Number.POSITIVE_INFINITY;
-  return Math.max(2, Math.min(config.WORKER_ACTIVITY_SLOTS, cache));
+export function eagerWorkerSizes(config: Config): { workflowTaskSlots: number; cachedWorkflows: number } {
+  // WORKER_MAX_CACHED_WORKFLOWS, or as many as the worker runs sends.
+  const cachedWorkflows = config.WORKER_MAX_CACHED_WORKFLOWS || config.WORKER_ACTIVITY_SLOTS;
+  return {
+    workflowTaskSlots: Math.max(2, Math.min(config.WORKER_ACTIVITY_SLOTS, Math.floor(cachedWorkflows / 2))),
+    cachedWorkflows,
+  };
 }
 
 /**
@@ -154,7 +161,7 @@ export function acksFirstGate(config: Config): AcksFirst {
   return new AcksFirst({
     slowStartMs: config.WEBHOOK_START_DEADLINE_MS / 6,
     maxSlowStartMs: config.WEBHOOK_START_DEADLINE_MS / 2,
-    workflowSlots: eagerWorkflowTaskSlots(config),
+    workflowSlots: eagerWorkerSizes(config).workflowTaskSlots,
     activitySlots: config.WORKER_ACTIVITY_SLOTS,
   });
 }
@@ -250,11 +257,11 @@ export async function createWorker(
       shutdownGraceTime: config.SEND_TIMEOUT,
       // A burst into one conversation leaves many workflows waiting for their turn: keep them cached
       // where memory allows, and run enough sends at once that gather windows do not queue them.
-      // Beside a receiver (`replyflow start`, under npm start's heap limit) as many as it runs tasks:
-      // the SDK would derive 32 from a 256 MiB heap, and evict and replay on nearly every task
-      // (replies 22 % slower at 192 MiB; docs/benchmarks.md, "Memory").
+      // Beside a receiver (`replyflow start`, under npm start's heap limit) as many as it runs sends,
+      // twice its task slots: the SDK would derive 32 from a 256 MiB heap, and evict and replay on
+      // nearly every task (replies 22 % slower at 192 MiB; docs/benchmarks.md, "Memory").
       ...((config.WORKER_MAX_CACHED_WORKFLOWS !== undefined || options.acksFirst) && {
-        maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS ?? eagerWorkflowTaskSlots(config),
+        maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS ?? eagerWorkerSizes(config).cachedWorkflows,
       }),
       ...(options.acksFirst
         ? { tuner: options.acksFirst.tuner() }
