@@ -61,6 +61,15 @@ const QUIET_MS = 10_000;
 /** The fastest start is taken over the last one to two of these windows. */
 const FASTEST_WINDOW_MS = 30_000;
 const QUIET_PER_SECOND = 2;
+/**
+ * Workflow slots only quiet conversations' eager starts may take (a start holds its slot through the
+ * gather window, ~2 s, so two a second keep about four open): a burst's tasks filling every other slot
+ * must not turn a quiet conversation's start into one queued behind the burst.
+ */
+const QUIET_SLOTS = 4;
+/** The permit of a slot a quiet pass took: its release frees one of those (the SDK hands it back). */
+const QUIET_PERMIT: SlotPermit = Object.freeze({ quiet: true });
+const isQuietPermit = (permit: SlotPermit) => (permit as { quiet?: unknown } | undefined)?.quiet === true;
 /** Fairness keys remembered; past it the least recent are forgotten (they count as quiet again). */
 const MAX_KEYS = 10_000;
 
@@ -71,7 +80,11 @@ export class AcksFirst {
   private fastest = { current: Number.POSITIVE_INFINITY, previous: Number.POSITIVE_INFINITY, since: 0 };
   private readonly minPerSecond: number;
   private readonly slots: Record<Kind, number>;
+  /** Slots for everything but quiet passes: the workflow slots less those kept for quiet ones. */
+  private readonly shared: Record<Kind, number>;
   private readonly used: Record<Kind, number> = { workflow: 0, activity: 0 };
+  /** Of the workflow slots used, those quiet passes took (their permits say so). */
+  private quietUsed = 0;
   private readonly now: () => number;
   /** New tasks a second the worker may take now. */
   private rate = UNLIMITED_PER_SECOND;
@@ -100,6 +113,8 @@ export class AcksFirst {
     this.maxSlowStartMs = Math.max(options.slowStartMs, options.maxSlowStartMs ?? options.slowStartMs);
     this.minPerSecond = options.minPerSecond ?? MIN_PER_SECOND;
     this.slots = { workflow: options.workflowSlots, activity: options.activitySlots };
+    const quietSlots = Math.min(QUIET_SLOTS, Math.floor(options.workflowSlots / 4));
+    this.shared = { workflow: options.workflowSlots - quietSlots, activity: options.activitySlots };
     this.now = options.now ?? (() => performance.now());
     this.refilledAt = this.now();
     this.fastest.since = this.refilledAt;
@@ -240,26 +255,35 @@ export class AcksFirst {
       // Eager tasks (a start's first task, an activity dispatched with a completion): only while
       // starts are fast, or they would take the very capacity the next acknowledgement needs.
       tryReserveSlot: () => {
-        // A quiet conversation's start (eagerFor): a slot past the rate, not past the slot limit.
+        // A quiet conversation's start (eagerFor): a slot past the rate, and past the slots the others
+        // share (QUIET_SLOTS), not past the slot limit.
         if (kind === 'workflow' && this.quietPasses > 0 && this.used.workflow < this.slots.workflow) {
           this.quietPasses -= 1;
           this.used.workflow += 1;
-          return {};
+          this.quietUsed += 1;
+          return QUIET_PERMIT;
         }
         if (this.underPressure || this.waiters.length > 0 || !this.take(kind)) return null;
         return {};
       },
       markSlotUsed: () => {},
-      releaseSlot: (_ctx: SlotReleaseContext<SI>) => {
+      releaseSlot: (ctx: SlotReleaseContext<SI>) => {
         this.used[kind] -= 1;
+        if (isQuietPermit(ctx.permit)) this.quietUsed -= 1;
         this.pump();
       },
     };
   }
 
+  /** Whether a slot of `kind` is free for anything but a quiet pass: within the limit and the share. */
+  private hasSharedSlot(kind: Kind): boolean {
+    const sharedUsed = kind === 'workflow' ? this.used.workflow - this.quietUsed : this.used[kind];
+    return this.used[kind] < this.slots[kind] && sharedUsed < this.shared[kind];
+  }
+
   /** Takes a slot of `kind` and a token, if both are free. */
   private take(kind: Kind): boolean {
-    if (this.used[kind] >= this.slots[kind]) return false;
+    if (!this.hasSharedSlot(kind)) return false;
     this.refill();
     if (this.tokens < 1) return false;
     this.tokens -= 1;
@@ -280,7 +304,7 @@ export class AcksFirst {
     clearTimeout(this.wake);
     this.wake = undefined;
     while (this.waiters.length > 0) {
-      const at = this.waiters.findIndex((w) => this.used[w.kind] < this.slots[w.kind]);
+      const at = this.waiters.findIndex((w) => this.hasSharedSlot(w.kind));
       if (at < 0) return; // every waiter's kind is full: a release pumps again
       const waiter = this.waiters[at]!;
       if (!this.take(waiter.kind)) {

@@ -141,6 +141,35 @@ describe('acks first: the worker yields to slow starts', () => {
     hanging();
   });
 
+  it('keeps a few slots that only quiet conversations take, so a burst filling the rest cannot queue them', () => {
+    const { acks, workflow, tick } = gate({ workflowSlots: 20 });
+    const fast = acks.startBegan();
+    tick(20);
+    fast();
+    // While starts are fast a burst's eager starts take every slot the others share: 20 less 4.
+    const burst = Array.from({ length: 20 }, () => workflow.tryReserveSlot(ctx));
+    assert.equal(burst.filter((p) => p !== null).length, 16);
+    const hanging = acks.startBegan();
+    tick(300);
+    assert.equal(acks.underPressure, true);
+    assert.equal(acks.eagerFor('quiet-1'), true);
+    const quiet = workflow.tryReserveSlot(ctx);
+    assert.notEqual(quiet, null, 'a quiet start gets one of the kept slots');
+    assert.equal(workflow.tryReserveSlot(ctx), null, 'nothing else does');
+    hanging();
+    // Once starts are fast again (a second later, tokens to spare) the others still stop at their share.
+    acks.adjust();
+    tick(1000);
+    acks.adjust();
+    assert.equal(acks.underPressure, false);
+    assert.equal(workflow.tryReserveSlot(ctx), null, 'the 16 shared slots are taken');
+    workflow.releaseSlot({ permit: burst[0]! });
+    assert.notEqual(workflow.tryReserveSlot(ctx), null, 'a released shared slot is taken again');
+    // The quiet slot, released, is kept for quiet ones again: the others' share stays 16.
+    workflow.releaseSlot({ permit: quiet! });
+    assert.equal(workflow.tryReserveSlot(ctx), null);
+  });
+
   it('against a distant Temporal counts as slow only three times its fastest starts, up to the maximum', () => {
     const { acks, tick } = gate({ maxSlowStartMs: 750 });
     const start = (ms: number) => {
