@@ -49,6 +49,16 @@ interface Phases {
   other: number;
 }
 
+const noPhases = (): Phases => ({
+  toStart: 0,
+  taskQueue: 0,
+  taskRun: 0,
+  timers: 0,
+  activityQueue: 0,
+  activityRun: 0,
+  other: 0,
+});
+
 const EventType = temporal.api.enums.v1.EventType;
 
 async function phasesOf(
@@ -59,15 +69,7 @@ async function phasesOf(
     .getHandle(`webhook:sandbox:evt_${wait.conversationId}`)
     .fetchHistory();
   const replied = wait.sent + wait.ms;
-  const p: Phases = {
-    toStart: 0,
-    taskQueue: 0,
-    taskRun: 0,
-    timers: 0,
-    activityQueue: 0,
-    activityRun: 0,
-    other: 0,
-  };
+  const p = noPhases();
   const began = new Map<number, number>();
   let taskScheduled = 0;
   let taskStarted = 0;
@@ -166,15 +168,7 @@ async function measure(
     const slow = [];
     for (const w of waits.filter((w) => w.ms > bound))
       slow.push({ atS: (w.sent - firstSent) / 1000, ms: w.ms, phases: await phasesOf(system, w) });
-    let withinPhases: Phases = {
-      toStart: 0,
-      taskQueue: 0,
-      taskRun: 0,
-      timers: 0,
-      activityQueue: 0,
-      activityRun: 0,
-      other: 0,
-    };
+    let withinPhases = noPhases();
     const within = waits.filter((w) => w.ms <= bound);
     for (const w of within) withinPhases = addPhases(withinPhases, await phasesOf(system, w));
     return {
