@@ -131,9 +131,9 @@ async function phasesOf(
 const addPhases = (a: Phases, b: Phases): Phases =>
   Object.fromEntries(Object.entries(a).map(([k, v]) => [k, v + b[k as keyof Phases]])) as unknown as Phases;
 
-const showPhases = (p: Phases, n = 1) =>
+const showPhases = (p: Phases) =>
   Object.entries(p)
-    .map(([k, v]) => `${k} ${(v / n / 1000).toFixed(1)}`)
+    .map(([k, v]) => `${k} ${(v / 1000).toFixed(1)}`)
     .join(', ');
 
 async function measure(

@@ -80,8 +80,8 @@ export class AcksFirst {
   private fastest = { current: Number.POSITIVE_INFINITY, previous: Number.POSITIVE_INFINITY, since: 0 };
   private readonly minPerSecond: number;
   private readonly slots: Record<Kind, number>;
-  /** Slots for everything but quiet passes: the workflow slots less those kept for quiet ones. */
-  private readonly shared: Record<Kind, number>;
+  /** Workflow slots for everything but quiet passes: the slots less those kept for quiet ones. */
+  private readonly sharedWorkflowSlots: number;
   private readonly used: Record<Kind, number> = { workflow: 0, activity: 0 };
   /** Of the workflow slots used, those quiet passes took (their permits say so). */
   private quietUsed = 0;
@@ -114,7 +114,7 @@ export class AcksFirst {
     this.minPerSecond = options.minPerSecond ?? MIN_PER_SECOND;
     this.slots = { workflow: options.workflowSlots, activity: options.activitySlots };
     const quietSlots = Math.min(QUIET_SLOTS, Math.floor(options.workflowSlots / 4));
-    this.shared = { workflow: options.workflowSlots - quietSlots, activity: options.activitySlots };
+    this.sharedWorkflowSlots = options.workflowSlots - quietSlots;
     this.now = options.now ?? (() => performance.now());
     this.refilledAt = this.now();
     this.fastest.since = this.refilledAt;
@@ -277,8 +277,8 @@ export class AcksFirst {
 
   /** Whether a slot of `kind` is free for anything but a quiet pass: within the limit and the share. */
   private hasSharedSlot(kind: Kind): boolean {
-    const sharedUsed = kind === 'workflow' ? this.used.workflow - this.quietUsed : this.used[kind];
-    return this.used[kind] < this.slots[kind] && sharedUsed < this.shared[kind];
+    if (this.used[kind] >= this.slots[kind]) return false;
+    return kind !== 'workflow' || this.used.workflow - this.quietUsed < this.sharedWorkflowSlots;
   }
 
   /** Takes a slot of `kind` and a token, if both are free. */
