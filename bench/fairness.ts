@@ -12,7 +12,7 @@ import { parseArgs } from 'node:util';
 import { tsToMs } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { System } from './chaos/system';
-import { Bench, spread } from './system';
+import { Bench, envOption, spread } from './system';
 
 const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
@@ -200,13 +200,7 @@ async function main(): Promise<void> {
     },
   });
   // `--env NAME=value` (repeatable): a setting for the replyflow start, e.g. DATABASE_POOL_SIZE=50.
-  const env = Object.fromEntries(
-    values.env.map((pair) => {
-      const at = pair.indexOf('=');
-      if (at < 1) throw new Error(`--env takes NAME=value, not ${pair}`);
-      return [pair.slice(0, at), pair.slice(at + 1)];
-    }),
-  );
+  const env = envOption(values.env);
   const single = Number(values.single);
   const concurrency = Number(values.concurrency);
   console.log(

@@ -64,6 +64,21 @@ interface Options {
   processes: { combined: number; receivers: number; workers: number };
   /** The servers to measure, one after the other in this run. */
   servers: TemporalServerKind[];
+  /** Settings for every replyflow process (`--env NAME=value`, repeatable), e.g. WORKER_MAX_CACHED_WORKFLOWS=400. */
+  env: Record<string, string>;
+  /** `acks`: the limit, the unloaded latency and the ack phases only (a quicker run of the 503 figures). */
+  only: 'all' | 'acks';
+}
+
+/** `NAME=value` pairs (a repeatable `--env`) as settings for the replyflow processes. */
+export function envOption(pairs: string[]): Record<string, string> {
+  return Object.fromEntries(
+    pairs.map((pair) => {
+      const at = pair.indexOf('=');
+      if (at < 1) throw new Error(`--env takes NAME=value, not ${pair}`);
+      return [pair.slice(0, at), pair.slice(at + 1)];
+    }),
+  );
 }
 
 function options(): Options {
@@ -95,8 +110,14 @@ function options(): Options {
       receivers: { type: 'string', default: '0' },
       workers: { type: 'string', default: '0' },
       server: { type: 'string', default: 'dev-server' },
+      env: { type: 'string', multiple: true, default: [] },
+      only: { type: 'string', default: 'all' },
     },
   });
+  if (values.only !== 'all' && values.only !== 'acks') {
+    console.error('--only must be all or acks');
+    process.exit(2);
+  }
   if (values.server !== 'dev-server' && values.server !== 'cluster') {
     console.error('--server must be dev-server, or cluster (measured beside the dev server in the same run)');
     process.exit(2);
@@ -134,6 +155,8 @@ function options(): Options {
       workers: Number(values.workers),
     },
     servers: values.server === 'cluster' ? ['dev-server', 'cluster'] : ['dev-server'],
+    env: envOption(values.env),
+    only: values.only,
   };
 }
 
@@ -225,6 +248,8 @@ async function inLanes<T>(items: T[], limit: number, fn: (item: T) => Promise<vo
 }
 
 /** Every answer senders got in one phase: statuses (each 503 retried, as providers retry) and latencies. */
+const TIMELINE_MS = 5_000;
+
 class AckTally {
   readonly latencies: number[] = [];
   answers = 0;
@@ -235,6 +260,8 @@ class AckTally {
   readonly refused = new Set<string>();
   private readonly began = performance.now();
   private endedAt?: number;
+  /** The answers of each TIMELINE_MS of the phase, by when they came: how a phase went, not only its sum. */
+  private readonly windows: { latencies: number[]; unavailable: number; gate: number[][] }[] = [];
 
   record(eventId: string, status: number, ms: number): void {
     if (status === 0) {
@@ -243,10 +270,26 @@ class AckTally {
     }
     this.answers += 1;
     this.latencies.push(ms);
+    const window = this.window();
+    window.latencies.push(ms);
+    if (status === 503) window.unavailable += 1;
     if (status === 503) {
       this.unavailable += 1;
       this.refused.add(eventId);
     }
+  }
+
+  /** The window of now. */
+  private window() {
+    const at = Math.floor((performance.now() - this.began) / TIMELINE_MS);
+    for (let i = this.windows.length; i <= at; i++)
+      this.windows.push({ latencies: [], unavailable: 0, gate: [] });
+    return this.windows[at]!;
+  }
+
+  /** A reading of the worker's gate (yielding 0/1, its task rate), when the bench scrapes it. */
+  recordGate(yielding: number, rate: number): void {
+    if (this.endedAt === undefined) this.window().gate.push([yielding, rate]);
   }
 
   end(): this {
@@ -257,6 +300,22 @@ class AckTally {
   /** Acknowledgements (2xx and 4xx) a second over the phase. */
   get perSecond(): number {
     return (this.answers - this.unavailable) / (((this.endedAt ?? performance.now()) - this.began) / 1000);
+  }
+
+  /** One line per TIMELINE_MS: answers, 503s and latencies (for the log, not the table). */
+  timeline(): string {
+    return this.windows
+      .map(({ latencies, unavailable, gate }, i) => {
+        const sorted = [...latencies].sort((a, b) => a - b);
+        const from = (i * TIMELINE_MS) / 1000;
+        const mean = (k: number) => gate.reduce((sum, g) => sum + g[k]!, 0) / gate.length;
+        const yielding =
+          gate.length > 0
+            ? `; worker yielding ${fixed(100 * mean(0))} %, task rate mean ${fixed(mean(1))}/s`
+            : '';
+        return `  ${from}–${from + TIMELINE_MS / 1000} s: ${sorted.length} answered, 503 ×${unavailable}, p50 ${fixed(percentile(sorted, 50))} ms, max ${fixed(sorted.at(-1) ?? 0)} ms${yielding}`;
+      })
+      .join('\n');
   }
 
   /** `503 ×N (M deliveries), ack p50 … ms, p99 … ms`. */
@@ -270,7 +329,30 @@ class AckTally {
 export class Bench {
   private readonly tallies = new Set<AckTally>();
 
-  constructor(private readonly system: System) {}
+  /**
+   * @param gateMetricsUrl the worker's Prometheus endpoint (`--env WORKER_METRICS_PORT=…`): its gate is
+   * then read every 500 ms into each phase's timeline.
+   */
+  constructor(
+    private readonly system: System,
+    gateMetricsUrl?: string,
+  ) {
+    if (gateMetricsUrl) {
+      const sampler = setInterval(() => {
+        if (this.tallies.size === 0) return;
+        fetch(gateMetricsUrl)
+          .then((r) => r.text())
+          .then((text) => {
+            const gauge = (name: string) =>
+              Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+            for (const tally of this.tallies)
+              tally.recordGate(gauge('replyflow_worker_yielding'), gauge('replyflow_worker_task_rate'));
+          })
+          .catch(() => {});
+      }, 500);
+      sampler.unref();
+    }
+  }
 
   /** Counts every answer from now until `end()` (phases may overlap: each counts what it saw). */
   tally(): AckTally {
@@ -714,9 +796,10 @@ async function measure(
   opts: Options,
   server: TemporalServerKind,
 ): Promise<{ rows: Row[]; costs: Record<string, HistoryCost> }> {
-  const system = await System.start({ ...opts.processes, temporalStore: opts.store, server });
+  const system = await System.start({ ...opts.processes, temporalStore: opts.store, server, env: opts.env });
   let costs: Record<string, HistoryCost> = {};
-  const bench = new Bench(system);
+  const metricsPort = opts.env.WORKER_METRICS_PORT;
+  const bench = new Bench(system, metricsPort ? `http://127.0.0.1:${metricsPort}/metrics` : undefined);
   const rows: Row[] = [];
   const cpuPerEvent = (before: ReturnType<System['cpuMs']>, events: number) => {
     const after = system.cpuMs();
@@ -743,10 +826,13 @@ async function measure(
       '',
     ]);
 
-    console.log(`[${server}] what an event costs Temporal, per path (3 events each)…`);
-    costs = await bench.costPerPath(3);
+    if (opts.only === 'all') {
+      console.log(`[${server}] what an event costs Temporal, per path (3 events each)…`);
+      costs = await bench.costPerPath(3);
+    }
 
     await ackPhases(bench, opts, limit.perSecond, rows, server);
+    if (opts.only === 'acks') return { rows, costs };
 
     console.log(
       `end-to-end, maximum: a burst of ${opts.burst} events over ${opts.conversations} conversations…`,
@@ -889,6 +975,7 @@ async function ackPhases(
   );
   const one = spread('a', 500, 1);
   const oneAcks = await bench.offered(one.messages, offered);
+  console.log(oneAcks.timeline());
   rows.push([
     `acks at ${opts.offeredRatio}× the limit, open loop: 500 into one conversation`,
     `${fixed(offered)}/s offered: ${oneAcks}`,
@@ -903,6 +990,7 @@ async function ackPhases(
   const began = Date.now();
   const backlog = spread('d', opts.drain, opts.drainConversations);
   const backlogAcks = await bench.offered(backlog.messages, offered);
+  console.log(backlogAcks.timeline());
   rows.push([
     `acks at ${opts.offeredRatio}× the limit, open loop: ${opts.drain} over ${opts.drainConversations} conversations (the backlog)`,
     `${fixed(offered)}/s offered: ${backlogAcks}`,
@@ -914,6 +1002,7 @@ async function ackPhases(
   console.log(`[${server}] while it drains: ${fixed(during)}/s for ${opts.drainSeconds} s…`);
   const steady = spread('e', Math.round(during * opts.drainSeconds), Math.round(during * opts.drainSeconds));
   const steadyAcks = await bench.offered(steady.messages, during);
+  console.log(steadyAcks.timeline());
   rows.push([
     `acks at ${opts.drainRatio}× the limit for ${opts.drainSeconds} s while the backlog drains`,
     `${fixed(during)}/s offered: ${steadyAcks} (backlog left at the end: ${await left()})`,
@@ -930,6 +1019,8 @@ async function ackPhases(
     fixed(closed.acks.perSecond / limit, 3),
   ]);
 
+  // A quicker run of the ack figures stops here, the backlog still draining.
+  if (opts.only === 'acks') return;
   await bench.waitForReplies([...backlog.ids, ...steady.ids, ...closed.ids]);
   const total = opts.drain + steady.messages.length + closed.ids.length;
   rows.push([
@@ -977,7 +1068,7 @@ async function main(): Promise<void> {
     `Temporal dev server store: ${opts.store}; servers: ${opts.servers.join(', ')}; processes: ${combined} replyflow start (receiver and worker, eager starts), ${receivers} receiver(s), ${workers} worker(s)`,
   );
   const pragmaRows: string[] = [];
-  if (opts.store === 'file' && opts.pragmaStarts > 0) {
+  if (opts.store === 'file' && opts.pragmaStarts > 0 && opts.only === 'all') {
     for (const [name, pragmas] of [
       ["SQLite's defaults (before)", []],
       [`${DEV_SQLITE_PRAGMAS.join(', ')} (npm start now)`, DEV_SQLITE_PRAGMAS],
