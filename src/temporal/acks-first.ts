@@ -43,6 +43,13 @@ interface Waiter {
   resolve: (permit: SlotPermit) => void;
 }
 
+/** A start told to ask for eager execution, until the SDK asks for its slot. */
+interface EagerAsk {
+  /** Granted as a quiet conversation's start while the worker yields (eagerFor). */
+  quiet: boolean;
+  at: number;
+}
+
 /** How often the rate is adjusted; starts are judged over the same interval. */
 const ADJUST_MS = 100;
 /** Above this the rate is no limit at all: the worker runs as it would without the gate. */
@@ -72,6 +79,11 @@ const QUIET_PERMIT: SlotPermit = Object.freeze({ quiet: true });
 const isQuietPermit = (permit: SlotPermit) => (permit as { quiet?: unknown } | undefined)?.quiet === true;
 /** Fairness keys remembered; past it the least recent are forgotten (they count as quiet again). */
 const MAX_KEYS = 10_000;
+/**
+ * An eager ask the SDK did not reserve a slot for within this long never will (its start failed
+ * before reaching Temporal): forgotten, so that it cannot pair with a later start's reservation.
+ */
+const EAGER_ASK_MS = 2_000;
 
 export class AcksFirst {
   private readonly minSlowStartMs: number;
@@ -98,8 +110,13 @@ export class AcksFirst {
   private readonly lastStart = new Map<string, number>();
   private quietTokens = QUIET_PER_SECOND;
   private quietRefilledAt: number;
-  /** Eager starts granted to quiet conversations under pressure, not yet reserved. */
-  private quietPasses = 0;
+  /**
+   * The starts told to ask for eager execution whose slot the SDK has not reserved yet, in the order
+   * they were told. The SDK does not say which start a reservation is for; starts reach it in the
+   * order they asked, so each reservation is the oldest ask's. A count of quiet passes instead let a
+   * burst start that asked just before the worker began to yield take a quiet conversation's pass.
+   */
+  private readonly eagerAsks: EagerAsk[] = [];
   private readonly waiters: Waiter[] = [];
   /** Set by close(): no more eager starts. */
   private closing = false;
@@ -153,7 +170,7 @@ export class AcksFirst {
     this.lastStart.delete(key);
     this.lastStart.set(key, now);
     if (this.lastStart.size > MAX_KEYS) this.lastStart.delete(this.lastStart.keys().next().value!);
-    if (!this.underPressure) return true;
+    if (!this.underPressure) return this.asked(false, now);
     if (last !== undefined && now - last < QUIET_MS) return false;
     this.quietTokens = Math.min(
       QUIET_PER_SECOND,
@@ -162,8 +179,23 @@ export class AcksFirst {
     this.quietRefilledAt = now;
     if (this.quietTokens < 1) return false;
     this.quietTokens -= 1;
-    this.quietPasses = Math.min(QUIET_PER_SECOND, this.quietPasses + 1);
+    return this.asked(true, now);
+  }
+
+  /** Notes an eager ask (forgetting those too old to be reserved now); always true, what eagerFor answers. */
+  private asked(quiet: boolean, now: number): true {
+    while (this.eagerAsks.length > 0 && now - this.eagerAsks[0]!.at > EAGER_ASK_MS) this.eagerAsks.shift();
+    this.eagerAsks.push({ quiet, at: now });
     return true;
+  }
+
+  /** The ask a reservation of an eager workflow task is for: the oldest not too old to be reserved. */
+  private nextAsk(): EagerAsk | undefined {
+    const now = this.now();
+    for (;;) {
+      const ask = this.eagerAsks.shift();
+      if (ask === undefined || now - ask.at <= EAGER_ASK_MS) return ask;
+    }
   }
 
   /** How slow a start must be to count as pressure (see AcksFirstOptions.slowStartMs). */
@@ -257,8 +289,8 @@ export class AcksFirst {
       tryReserveSlot: () => {
         // A quiet conversation's start (eagerFor): a slot past the rate, and past the slots the others
         // share (QUIET_SLOTS), not past the slot limit.
-        if (kind === 'workflow' && this.quietPasses > 0 && this.used.workflow < this.slots.workflow) {
-          this.quietPasses -= 1;
+        const quiet = kind === 'workflow' && this.nextAsk()?.quiet === true;
+        if (quiet && this.used.workflow < this.slots.workflow) {
           this.used.workflow += 1;
           this.quietUsed += 1;
           return QUIET_PERMIT;

@@ -129,7 +129,14 @@ describe('acks first: the worker yields to slow starts', () => {
     assert.equal(acks.underPressure, true);
     assert.equal(acks.eagerFor('burst'), false, 'the busy conversation queues');
     assert.equal(acks.eagerFor('quiet-1'), true);
-    assert.notEqual(workflow.tryReserveSlot(ctx), null, 'its eager start gets a slot despite the pressure');
+    // The SDK reserves in the order the starts asked: the burst's three asks, made before the
+    // pressure, come first and are declined; the quiet conversation's pass stays its own.
+    const reserved = [1, 2, 3, 4].map(() => workflow.tryReserveSlot(ctx) !== null);
+    assert.deepEqual(
+      reserved,
+      [false, false, false, true],
+      'only the quiet start gets a slot despite the pressure',
+    );
     assert.equal(workflow.tryReserveSlot(ctx), null, 'and only it');
     assert.equal(acks.eagerFor('quiet-2'), true);
     assert.equal(acks.eagerFor('quiet-3'), false, 'two a second at most');
@@ -138,6 +145,17 @@ describe('acks first: the worker yields to slow starts', () => {
     // A conversation counts as quiet again 10 s after its last start.
     tick(10_000);
     assert.equal(acks.eagerFor('burst'), true);
+    hanging();
+  });
+
+  it('forgets an eager ask the SDK never reserved (its start failed), so it pairs with no later start', () => {
+    const { acks, workflow, tick } = gate();
+    assert.equal(acks.eagerFor('burst'), true, 'asked while fast; the start then fails before Temporal');
+    const hanging = acks.startBegan();
+    tick(2_500);
+    assert.equal(acks.underPressure, true);
+    assert.equal(acks.eagerFor('quiet-1'), true);
+    assert.notEqual(workflow.tryReserveSlot(ctx), null, "the quiet start's reservation is its own");
     hanging();
   });
 
