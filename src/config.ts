@@ -266,6 +266,12 @@ export const configSchema = z.object({
   /** Deadline for the durable start before the receiver answers 503 (below every sender's ack deadline). */
   WEBHOOK_START_DEADLINE_MS: z.coerce.number().int().min(50).default(1500),
   /**
+   * Event starts a receiver has at Temporal at once; more wait their turn in the receiver, at most half
+   * of WEBHOOK_START_DEADLINE_MS (then 503, nothing sent). 32 callers reach the dev server's raw start
+   * rate (docs/benchmarks.md); past a server's capacity more only make each start later.
+   */
+  WEBHOOK_START_CONCURRENCY: z.coerce.number().int().min(1).default(32),
+  /**
    * What a client may hold of the receiver (slowloris): the time to send its request headers, the time
    * to send the whole request (headers and body; the answer is not counted), how long an idle
    * keep-alive connection stays open, and how many connections are open at once (more are closed as

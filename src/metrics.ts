@@ -1,6 +1,6 @@
 // Prometheus metrics for the receiver and the worker. One registry per process, created on demand so
 // tests can run several receivers in one process without clashing names.
-import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { TenantLabels, withTenant } from './tenants/metric-label';
 
 export const WEBHOOK_OUTCOMES = [
@@ -52,9 +52,19 @@ export interface ReceiverMetrics {
  */
 export type StartDispatch = 'eager' | 'queue';
 
-export function createReceiverMetrics(): ReceiverMetrics {
+/** @param startsWaiting deliveries waiting for their turn to start at Temporal (src/receiver/start-queue.ts). */
+export function createReceiverMetrics(startsWaiting?: () => number): ReceiverMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  if (startsWaiting)
+    new Gauge({
+      name: 'replyflow_webhook_starts_waiting',
+      help: 'Deliveries waiting for one of the WEBHOOK_START_CONCURRENCY places to start their workflow at Temporal (each waits at most half of WEBHOOK_START_DEADLINE_MS, then 503)',
+      registers: [registry],
+      collect() {
+        this.set(startsWaiting());
+      },
+    });
   const starts = new Counter({
     name: 'replyflow_workflow_starts_total',
     help: 'Event workflows started, by how their first workflow task reached a worker (eager: to the worker in this process with the start; queue: through the task queue)',

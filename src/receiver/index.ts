@@ -32,6 +32,7 @@ import { createReceiverApp } from './app';
 import { DeadlineCalls } from './deadline-calls';
 import { SLACK_EVENTS_ACTOR, slackInstallRouter } from './slack-install';
 import { fairnessKeyOf, temporalEventStarter } from './start-event';
+import { StartQueue } from './start-queue';
 
 /** A probe slower than this counts as down: a load balancer's check must not hang. */
 const READINESS_DEADLINE_MS = 1000;
@@ -82,6 +83,7 @@ export async function startReceiver(options: {
     ...(options.tracing && { interceptors: { workflow: options.tracing.clientInterceptors } }),
   });
   const calls = new DeadlineCalls(connection, !workerConnection);
+  const startQueue = new StartQueue(config.WEBHOOK_START_CONCURRENCY);
   const port = options.port ?? config.PORT;
   let selfUrl = '';
   // The codec server: payloads decrypted, and decisions sealed, for authenticated operators only.
@@ -118,7 +120,7 @@ export async function startReceiver(options: {
       ]
     : [];
   const namespace = { address: options.temporalAddress, namespace: config.TEMPORAL_NAMESPACE };
-  const metrics = createReceiverMetrics();
+  const metrics = createReceiverMetrics(() => startQueue.waiting);
   const secretKeys = payloadCodec(options.encryptionKey, keyring(config));
   const tenants = tenantDirectoryOf(pool, secretKeys, tenantsFile);
   const tenantStore = createTenantCredentialStore(pool, secretKeys);
@@ -166,6 +168,7 @@ export async function startReceiver(options: {
       calls,
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       deadlineMs: config.WEBHOOK_START_DEADLINE_MS,
+      queue: startQueue,
       eager:
         workerConnection !== undefined &&
         (options.acksFirst ? (event) => options.acksFirst!.eagerFor(fairnessKeyOf(event)) : true),

@@ -23,8 +23,9 @@ import type { InboundEvent } from '../providers/types';
 import { parseTenant } from '../tenants/tenant-id';
 import { activeTraceId } from '../tracing';
 import type { DeadlineCalls } from './deadline-calls';
-import { TemporalUnavailableError } from './errors';
+import { TemporalDeadlineError, TemporalUnavailableError } from './errors';
 import { existingRun } from './existing-run';
+import type { StartQueue } from './start-queue';
 
 export type StartOutcome = 'accepted' | 'duplicate';
 
@@ -149,6 +150,8 @@ export function temporalEventStarter(options: {
   taskQueue: string;
   /** WEBHOOK_START_DEADLINE_MS, for everything a start takes: below every sender's ack deadline. */
   deadlineMs: number;
+  /** Where starts wait for their turn at Temporal (WEBHOOK_START_CONCURRENCY at once). */
+  queue: StartQueue;
   /**
    * Eager starts: the client's connection is a worker's, in this process; a function decides per
    * event (src/temporal/acks-first.ts: not for a burst while that worker yields).
@@ -163,20 +166,29 @@ export function temporalEventStarter(options: {
   /** Told when a run that was not the event's was replaced by the event's own (the receiver logs it). */
   onReplaced?: (replaced: { workflowId: string; runId: string; why: string }) => void;
 }): EventStarter {
-  const { client, calls, taskQueue, deadlineMs, eager, inputCodec, timing, onStarted, onReplaced } = options;
+  const { client, calls, taskQueue, deadlineMs, queue, eager, inputCodec, timing, onStarted, onReplaced } =
+    options;
   return {
     async start(event) {
       const settled = timing?.startBegan();
+      const began = Date.now();
       try {
-        return await startOnce(event);
+        // A delivery that waited half its deadline for its turn is answered 503 without a call: the
+        // other half is for the start itself.
+        return await queue.run(deadlineMs / 2, () => startOnce(event, began));
+      } catch (err) {
+        if (!(err instanceof TemporalDeadlineError)) throw err;
+        throw new TemporalUnavailableError('Temporal is not confirming starts in time (waited for a turn)', {
+          cause: err,
+        });
       } finally {
         settled?.();
       }
     },
   };
 
-  async function startOnce(event: InboundEvent): Promise<StartOutcome> {
-    const deadline = Date.now() + deadlineMs;
+  async function startOnce(event: InboundEvent, began: number): Promise<StartOutcome> {
+    const deadline = began + deadlineMs;
     const eagerNow = typeof eager === 'function' ? eager(event) : eager;
     const inTime = <T>(call: () => Promise<T>) => calls.run(Math.max(1, deadline - Date.now()), call);
     try {

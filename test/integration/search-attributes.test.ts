@@ -10,6 +10,7 @@ import type { ReceiverHandle } from '../../src/receiver';
 import { DeadlineCalls } from '../../src/receiver/deadline-calls';
 import { TemporalUnavailableError } from '../../src/receiver/errors';
 import { temporalEventStarter } from '../../src/receiver/start-event';
+import { StartQueue } from '../../src/receiver/start-queue';
 import { findTemporalCli } from '../../src/temporal/binaries';
 import { connectClient, payloadCodec, type TemporalClient } from '../../src/temporal/client';
 import { SearchAttributesMissingError } from '../../src/temporal/errors';
@@ -70,6 +71,7 @@ describe('search attributes: readiness and the worker start check (dev server)',
       calls,
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       deadlineMs: 10_000,
+      queue: new StartQueue(1),
       inputCodec: payloadCodec(TEST_ENCRYPTION_KEY, {}, { refuseUnencrypted: true }),
     });
     await assert.rejects(starter.start(sandboxEvent({ conversationId: uniqueId('c') })), (err: unknown) => {
