@@ -170,8 +170,16 @@ export class AcksFirst {
     this.lastStart.delete(key);
     this.lastStart.set(key, now);
     if (this.lastStart.size > MAX_KEYS) this.lastStart.delete(this.lastStart.keys().next().value!);
-    if (!this.underPressure) return this.asked(false, now);
-    if (last !== undefined && now - last < QUIET_MS) return false;
+    // A quiet conversation's ask carries a pass (a few a second): its reservation may take one of the
+    // kept slots, so it is not queued when a burst holds the others, whether or not the worker yields.
+    const quiet = last === undefined || now - last >= QUIET_MS;
+    const pass = quiet && this.takeQuietToken(now);
+    if (!this.underPressure) return this.asked(pass, now);
+    return pass && this.asked(true, now);
+  }
+
+  /** One of the QUIET_PER_SECOND passes, if one is left. */
+  private takeQuietToken(now: number): boolean {
     this.quietTokens = Math.min(
       QUIET_PER_SECOND,
       this.quietTokens + ((now - this.quietRefilledAt) / 1000) * QUIET_PER_SECOND,
@@ -179,7 +187,7 @@ export class AcksFirst {
     this.quietRefilledAt = now;
     if (this.quietTokens < 1) return false;
     this.quietTokens -= 1;
-    return this.asked(true, now);
+    return true;
   }
 
   /** Notes an eager ask (forgetting those too old to be reserved now); always true, what eagerFor answers. */
@@ -287,16 +295,17 @@ export class AcksFirst {
       // Eager tasks (a start's first task, an activity dispatched with a completion): only while
       // starts are fast, or they would take the very capacity the next acknowledgement needs.
       tryReserveSlot: () => {
-        // A quiet conversation's start (eagerFor): a slot past the rate, and past the slots the others
-        // share (QUIET_SLOTS), not past the slot limit.
         const quiet = kind === 'workflow' && this.nextAsk()?.quiet === true;
+        if (!this.underPressure && this.waiters.length === 0 && this.take(kind)) return {};
+        // A quiet conversation's start (eagerFor) that found no shared slot, or found the worker
+        // yielding: a slot past the rate and past the slots the others share (QUIET_SLOTS), not past
+        // the slot limit.
         if (quiet && this.used.workflow < this.slots.workflow) {
           this.used.workflow += 1;
           this.quietUsed += 1;
           return QUIET_PERMIT;
         }
-        if (this.underPressure || this.waiters.length > 0 || !this.take(kind)) return null;
-        return {};
+        return null;
       },
       markSlotUsed: () => {},
       releaseSlot: (ctx: SlotReleaseContext<SI>) => {

@@ -124,18 +124,20 @@ describe('acks first: the worker yields to slow starts', () => {
     const { acks, workflow, tick } = gate();
     // Before the pressure: everything eager; "burst" starts several times.
     for (let i = 0; i < 3; i++) assert.equal(acks.eagerFor('burst'), true);
+    tick(1000);
     const hanging = acks.startBegan();
     tick(300);
     assert.equal(acks.underPressure, true);
     assert.equal(acks.eagerFor('burst'), false, 'the busy conversation queues');
     assert.equal(acks.eagerFor('quiet-1'), true);
     // The SDK reserves in the order the starts asked: the burst's three asks, made before the
-    // pressure, come first and are declined; the quiet conversation's pass stays its own.
+    // pressure, come first; only the first (then a quiet conversation's) has a pass, the others are
+    // declined, and the quiet conversation's pass stays its own.
     const reserved = [1, 2, 3, 4].map(() => workflow.tryReserveSlot(ctx) !== null);
     assert.deepEqual(
       reserved,
-      [false, false, false, true],
-      'only the quiet start gets a slot despite the pressure',
+      [true, false, false, true],
+      'only quiet starts get a slot despite the pressure',
     );
     assert.equal(workflow.tryReserveSlot(ctx), null, 'and only it');
     assert.equal(acks.eagerFor('quiet-2'), true);
@@ -146,6 +148,24 @@ describe('acks first: the worker yields to slow starts', () => {
     tick(10_000);
     assert.equal(acks.eagerFor('burst'), true);
     hanging();
+  });
+
+  it('gives a quiet conversation a kept slot while starts are fast too, once a burst holds the shared ones', () => {
+    const { acks, workflow, tick } = gate({ workflowSlots: 20 });
+    const fast = acks.startBegan();
+    tick(20);
+    fast();
+    // A burst's starts ask eagerly (fast starts: no yielding) and take the 16 shared slots.
+    const burst = Array.from({ length: 16 }, () => {
+      acks.eagerFor('burst');
+      return workflow.tryReserveSlot(ctx);
+    });
+    assert.equal(burst.filter((p) => p !== null).length, 16);
+    assert.equal(acks.underPressure, false);
+    assert.equal(acks.eagerFor('burst'), true);
+    assert.equal(workflow.tryReserveSlot(ctx), null, 'the burst has no slot left');
+    assert.equal(acks.eagerFor('quiet-1'), true);
+    assert.notEqual(workflow.tryReserveSlot(ctx), null, 'a new conversation still starts eagerly');
   });
 
   it('forgets an eager ask the SDK never reserved (its start failed), so it pairs with no later start', () => {
