@@ -45,7 +45,7 @@ interface Waiter {
 
 /** A start told to ask for eager execution, until the SDK asks for its slot. */
 interface EagerAsk {
-  /** Granted as a quiet conversation's start while the worker yields (eagerFor). */
+  /** A quiet conversation's, with one of its passes (eagerFor): it may take a kept slot. */
   quiet: boolean;
   at: number;
 }
@@ -161,7 +161,8 @@ export class AcksFirst {
   /**
    * Whether the start of an event with fairness key `key` should ask for eager execution: always while
    * starts are fast; while the worker yields, only for a quiet conversation (a few a second), whose
-   * first task then skips the queue the burst fills.
+   * first task then skips the queue the burst fills. A quiet conversation's ask carries a pass either
+   * way: one of the QUIET_SLOTS is its when the others are taken.
    */
   eagerFor(key: string): boolean {
     if (this.closing) return false;
