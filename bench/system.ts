@@ -247,9 +247,10 @@ async function inLanes<T>(items: T[], limit: number, fn: (item: T) => Promise<vo
   );
 }
 
-/** Every answer senders got in one phase: statuses (each 503 retried, as providers retry) and latencies. */
+/** The width of one line of a phase's timeline. */
 const TIMELINE_MS = 5_000;
 
+/** Every answer senders got in one phase: statuses (each 503 retried, as providers retry) and latencies. */
 class AckTally {
   readonly latencies: number[] = [];
   answers = 0;
@@ -272,8 +273,8 @@ class AckTally {
     this.latencies.push(ms);
     const window = this.window();
     window.latencies.push(ms);
-    if (status === 503) window.unavailable += 1;
     if (status === 503) {
+      window.unavailable += 1;
       this.unavailable += 1;
       this.refused.add(eventId);
     }

@@ -191,20 +191,22 @@ export class AcksFirst {
     return true;
   }
 
-  /** Notes an eager ask (forgetting those too old to be reserved now); always true, what eagerFor answers. */
+  /** Notes an eager ask; always true, what eagerFor answers. */
   private asked(quiet: boolean, now: number): true {
-    while (this.eagerAsks.length > 0 && now - this.eagerAsks[0]!.at > EAGER_ASK_MS) this.eagerAsks.shift();
+    this.forgetStaleAsks(now);
     this.eagerAsks.push({ quiet, at: now });
     return true;
   }
 
+  /** Forgets the asks too old to be reserved now (EAGER_ASK_MS), oldest first. */
+  private forgetStaleAsks(now: number): void {
+    while (this.eagerAsks.length > 0 && now - this.eagerAsks[0]!.at > EAGER_ASK_MS) this.eagerAsks.shift();
+  }
+
   /** The ask a reservation of an eager workflow task is for: the oldest not too old to be reserved. */
   private nextAsk(): EagerAsk | undefined {
-    const now = this.now();
-    for (;;) {
-      const ask = this.eagerAsks.shift();
-      if (ask === undefined || now - ask.at <= EAGER_ASK_MS) return ask;
-    }
+    this.forgetStaleAsks(this.now());
+    return this.eagerAsks.shift();
   }
 
   /** How slow a start must be to count as pressure (see AcksFirstOptions.slowStartMs). */
