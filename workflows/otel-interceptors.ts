@@ -2,8 +2,12 @@
 // gets @temporalio/interceptors-opentelemetry's interceptors, a RunWorkflow span and a StartActivity
 // span around each activity, as children of the receiver's. A run started without one (traces off,
 // the default, and every run recorded before) gets none: no spans, no sink calls, the same commands.
-import { TRACE_HEADER } from '@temporalio/interceptors-opentelemetry/lib/instrumentation';
-import {
+//
+// The package is required only by a traced run. Each cached run executes every module it loads for
+// itself (the SDK's reusable context keeps one module cache per run), and OpenTelemetry's modules are
+// half of the bundle: loaded by every run, they cost 289 KiB of heap per cached workflow, against
+// 66 KiB without them (docs/benchmarks.md, "What a cached workflow costs").
+import type {
   OpenTelemetryInboundInterceptor,
   OpenTelemetryInternalsInterceptor,
   OpenTelemetryOutboundInterceptor,
@@ -22,6 +26,9 @@ import type {
   WorkflowOutboundCallsInterceptor,
 } from '@temporalio/workflow';
 
+/** The package's TRACE_HEADER (its instrumentation module would load @opentelemetry/api); a test keeps them equal. */
+export const TRACE_HEADER = '_tracer-data';
+
 /** Per run: the package's interceptors, made on the run's first activation only when its start was traced. */
 class RunTracing {
   inbound?: OpenTelemetryInboundInterceptor;
@@ -31,9 +38,11 @@ class RunTracing {
   /** The run's start headers are in its history, so a replay decides the same way. */
   decide(headers: WorkflowExecuteInput['headers']): void {
     if (!(TRACE_HEADER in headers)) return;
-    this.inbound = new OpenTelemetryInboundInterceptor();
-    this.outbound = new OpenTelemetryOutboundInterceptor();
-    this.internals = new OpenTelemetryInternalsInterceptor();
+    // A require webpack bundles, run only here (an import would run it for every run).
+    const otel: typeof import('@temporalio/interceptors-opentelemetry/lib/workflow') = require('@temporalio/interceptors-opentelemetry/lib/workflow');
+    this.inbound = new otel.OpenTelemetryInboundInterceptor();
+    this.outbound = new otel.OpenTelemetryOutboundInterceptor();
+    this.internals = new otel.OpenTelemetryInternalsInterceptor();
   }
 }
 

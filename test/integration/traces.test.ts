@@ -5,11 +5,13 @@
 import assert from 'node:assert/strict';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { TRACE_HEADER } from '@temporalio/interceptors-opentelemetry/lib/instrumentation';
 import { Worker } from '@temporalio/worker';
 import type { ReceiverHandle } from '../../src/receiver';
 import { connectClient, dataConverter, type TemporalClient } from '../../src/temporal/client';
 import type { Tracing } from '../../src/tracing';
 import { tracingWith } from '../../src/tracing/sdk';
+import { TRACE_HEADER as WORKFLOW_TRACE_HEADER } from '../../workflows/otel-interceptors';
 import { cli } from '../cli/harness';
 import { eventually } from '../support/eventually';
 import { FakeTarget } from '../support/fake-target';
@@ -144,6 +146,10 @@ describe('traces (dev server, PostgreSQL, a receiver, a worker, a fake target, a
     const shown = await cli(['show', workflowId], { as: viewer });
     assert.equal(shown.code, 0, shown.stderr);
     assert.match(shown.stdout, new RegExp(`^trace id {2,}${traceId}$`, 'm'));
+  });
+
+  it("decides a run is traced by the package's own header name (the workflow side keeps a copy of it)", () => {
+    assert.equal(WORKFLOW_TRACE_HEADER, TRACE_HEADER);
   });
 
   it('leaves a run untraced when its receiver has traces off: no trace context in its start, no trace id', async () => {
