@@ -6,7 +6,7 @@
 // The package is required only by a traced run. Each cached run executes every module it loads for
 // itself (the SDK's reusable context keeps one module cache per run), and OpenTelemetry's modules are
 // half of the bundle: loaded by every run, they cost 289 KiB of heap per cached workflow, against
-// 66 KiB without them (docs/benchmarks.md, "What a cached workflow costs").
+// 65 KiB without them (docs/benchmarks.md, "What a cached workflow costs").
 import type {
   OpenTelemetryInboundInterceptor,
   OpenTelemetryInternalsInterceptor,
