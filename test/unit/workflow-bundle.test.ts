@@ -34,6 +34,13 @@ describe('workflow bundle, built in a child process and cached', function () {
     const code = readFileSync(first.codePath, 'utf8');
     assert.match(code, /handleEvent/);
     assert.ok(code.length > 100_000, `bundle of ${code.length} bytes`);
+    // Its inline source map still maps every file, without the files' text.
+    const map = JSON.parse(
+      Buffer.from(code.slice(code.lastIndexOf('base64,') + 'base64,'.length), 'base64').toString('utf8'),
+    );
+    assert.equal(map.sourcesContent, undefined);
+    assert.ok(map.sources.some((source: string) => source.endsWith('workflows/handle-event.ts')));
+    assert.ok(map.mappings.length > 100_000, `mappings of ${map.mappings.length} characters`);
     assert.deepEqual(readdirSync(cacheDir), [path.basename(first.codePath)]);
     const written = statSync(first.codePath).mtimeMs;
     const second = await workflowBundleFor(WORKFLOWS_PATH, cacheDir);
