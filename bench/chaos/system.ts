@@ -33,12 +33,20 @@ import { SystemStartError } from './errors';
 const { TaskQueueType, TaskQueueKind } = proto.api.enums.v1;
 const BIN = path.join(PROJECT_ROOT, 'bin', 'replyflow.js');
 
-/** The Node.js options `npm start` gives `replyflow start` (package.json), so that it runs here as there. */
-function npmStartNodeArgs(): string[] {
+/** The Node.js options and the environment `npm start` gives `replyflow start` (package.json), so that it runs here as there. */
+function npmStart(): { nodeArgs: string[]; env: Record<string, string> } {
   const { scripts } = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8'));
-  return String(scripts.start)
-    .split(/\s+/)
-    .filter((word) => word.startsWith('--'));
+  const words = String(scripts.start).split(/\s+/);
+  const node = words.indexOf('node');
+  return {
+    nodeArgs: words.filter((word) => word.startsWith('--')),
+    // `NAME=value` before `node`: the environment the script gives it (MALLOC_ARENA_MAX).
+    env: Object.fromEntries(
+      words
+        .slice(0, Math.max(0, node))
+        .map((word) => [word.slice(0, word.indexOf('=')), word.slice(word.indexOf('=') + 1)]),
+    ),
+  };
 }
 
 export const SYSTEM_SECRET = `whsec_${randomBytes(24).toString('base64')}`;
@@ -244,13 +252,16 @@ export class System {
   private spawnRole(role: RoleProcess['role'], slot: number, env: Record<string, string> = {}): RoleProcess {
     const logFile = path.join(this.dir, 'logs', `${role}-${slot}-${Date.now()}.log`);
     const fd = openSync(logFile, 'a');
-    const nodeArgs =
-      role === 'receiver'
+    // A `replyflow start` as `npm start` runs it, unless the options say how to run it.
+    const asNpmStart = role === 'start' && this.options.workerNodeArgs === undefined;
+    const nodeArgs = asNpmStart
+      ? npmStart().nodeArgs
+      : role === 'receiver'
         ? []
-        : (this.options.workerNodeArgs ?? (role === 'start' ? npmStartNodeArgs() : []));
+        : (this.options.workerNodeArgs ?? []);
     const child = spawn(process.execPath, [...nodeArgs, BIN, role], {
       cwd: PROJECT_ROOT,
-      env: { ...this.roleEnv(), ...env },
+      env: { ...this.roleEnv(), ...(asNpmStart && npmStart().env), ...env },
       stdio: ['ignore', fd, fd],
     });
     closeSync(fd);
