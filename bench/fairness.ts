@@ -9,9 +9,8 @@
 // For each reply over the bound it prints where the time went, from its workflow's history.
 import os from 'node:os';
 import { parseArgs } from 'node:util';
-import { tsToMs } from '@temporalio/common';
-import { temporal } from '@temporalio/proto';
 import { System } from './chaos/system';
+import { addPhases, noPhases, type Phases, phasesOf, showPhases } from './phases';
 import { Bench, envOption, spread } from './system';
 
 const percentile = (sorted: number[], p: number) =>
@@ -31,110 +30,6 @@ interface Result {
   /** The same sums over those within the bound, for comparison. */
   withinPhases: Phases;
 }
-
-/**
- * Where a reply's wait went, from its event workflow's history up to the reply (the server's clock;
- * one machine): from the webhook to the workflow's start, workflow tasks waiting in Temporal's queue
- * (scheduled → started; 0 for an eager first task) and running on the worker (started → completed:
- * the send, a local activity, runs inside one), timers (the gather window), activity tasks waiting and
- * running; `other` is the rest (the target's receipt after the task's send, clocks).
- */
-interface Phases {
-  toStart: number;
-  taskQueue: number;
-  taskRun: number;
-  timers: number;
-  activityQueue: number;
-  activityRun: number;
-  other: number;
-}
-
-const noPhases = (): Phases => ({
-  toStart: 0,
-  taskQueue: 0,
-  taskRun: 0,
-  timers: 0,
-  activityQueue: 0,
-  activityRun: 0,
-  other: 0,
-});
-
-const EventType = temporal.api.enums.v1.EventType;
-
-async function phasesOf(
-  system: System,
-  wait: { conversationId: string; sent: number; ms: number },
-): Promise<Phases> {
-  const history = await system.client.client.workflow
-    .getHandle(`webhook:sandbox:evt_${wait.conversationId}`)
-    .fetchHistory();
-  const replied = wait.sent + wait.ms;
-  const p = noPhases();
-  const began = new Map<number, number>();
-  let taskScheduled = 0;
-  let taskStarted = 0;
-  for (const event of history.events ?? []) {
-    const at = tsToMs(event.eventTime);
-    if (at > replied) break;
-    const id = Number(event.eventId);
-    switch (event.eventType) {
-      case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
-        p.toStart = at - wait.sent;
-        break;
-      case EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
-        taskScheduled = at;
-        break;
-      case EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
-        p.taskQueue += at - taskScheduled;
-        taskStarted = at;
-        break;
-      case EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
-      case EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
-      case EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
-        p.taskRun += at - taskStarted;
-        taskStarted = 0;
-        break;
-      case EventType.EVENT_TYPE_TIMER_STARTED:
-      case EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-        began.set(id, at);
-        break;
-      case EventType.EVENT_TYPE_TIMER_FIRED:
-        p.timers += at - (began.get(Number(event.timerFiredEventAttributes?.startedEventId)) ?? at);
-        break;
-      case EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED: {
-        const scheduledId = Number(event.activityTaskStartedEventAttributes?.scheduledEventId);
-        p.activityQueue += at - (began.get(scheduledId) ?? at);
-        began.set(-scheduledId, at);
-        break;
-      }
-      case EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
-      case EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED:
-      case EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT: {
-        const scheduledId = Number(
-          (
-            event.activityTaskCompletedEventAttributes ??
-            event.activityTaskFailedEventAttributes ??
-            event.activityTaskTimedOutEventAttributes
-          )?.scheduledEventId,
-        );
-        p.activityRun += at - (began.get(-scheduledId) ?? at);
-        break;
-      }
-    }
-  }
-  // A task still running at the reply (its send reached the target before it completed).
-  if (taskStarted > 0) p.taskRun += replied - taskStarted;
-  p.other = wait.ms - (p.toStart + p.taskQueue + p.taskRun + p.timers + p.activityQueue + p.activityRun);
-  return p;
-}
-
-const addPhases = (a: Phases, b: Phases): Phases =>
-  Object.fromEntries(Object.entries(a).map(([k, v]) => [k, v + b[k as keyof Phases]])) as unknown as Phases;
-
-const showPhases = (p: Phases) =>
-  Object.entries(p)
-    .map(([k, v]) => `${k} ${(v / 1000).toFixed(1)}`)
-    .join(', ');
 
 async function measure(
   fairness: boolean,
@@ -165,12 +60,14 @@ async function measure(
     const sorted = (list: { ms: number }[]) => list.map((w) => w.ms).sort((a, b) => a - b);
     const firstSent = Math.min(...waits.map((w) => w.sent));
     const bound = unloaded.p50 + 1000;
+    const phasesOfWait = (w: { conversationId: string; sent: number; ms: number }) =>
+      phasesOf(system, `webhook:sandbox:evt_${w.conversationId}`, w);
     const slow = [];
     for (const w of waits.filter((w) => w.ms > bound))
-      slow.push({ atS: (w.sent - firstSent) / 1000, ms: w.ms, phases: await phasesOf(system, w) });
+      slow.push({ atS: (w.sent - firstSent) / 1000, ms: w.ms, phases: await phasesOfWait(w) });
     let withinPhases = noPhases();
     const within = waits.filter((w) => w.ms <= bound);
-    for (const w of within) withinPhases = addPhases(withinPhases, await phasesOf(system, w));
+    for (const w of within) withinPhases = addPhases(withinPhases, await phasesOfWait(w));
     return {
       fairness: fairness ? 'on' : 'off',
       unloadedP50: unloaded.p50,

@@ -1,0 +1,108 @@
+// Where a reply's wait went, read from its event workflow's history: bench:fairness and bench:tenants
+// print it for each first reply over the bound.
+import { tsToMs } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
+import type { System } from './chaos/system';
+
+/**
+ * Where a reply's wait went, from its event workflow's history up to the reply (the server's clock;
+ * one machine): from the webhook to the workflow's start, workflow tasks waiting in Temporal's queue
+ * (scheduled → started; 0 for an eager first task) and running on the worker (started → completed:
+ * the send, a local activity, runs inside one), timers (the gather window), activity tasks waiting and
+ * running; `other` is the rest (the target's receipt after the task's send, clocks).
+ */
+export interface Phases {
+  toStart: number;
+  taskQueue: number;
+  taskRun: number;
+  timers: number;
+  activityQueue: number;
+  activityRun: number;
+  other: number;
+}
+
+export const noPhases = (): Phases => ({
+  toStart: 0,
+  taskQueue: 0,
+  taskRun: 0,
+  timers: 0,
+  activityQueue: 0,
+  activityRun: 0,
+  other: 0,
+});
+
+const EventType = temporal.api.enums.v1.EventType;
+
+export async function phasesOf(
+  system: System,
+  workflowId: string,
+  wait: { sent: number; ms: number },
+): Promise<Phases> {
+  const history = await system.client.client.workflow.getHandle(workflowId).fetchHistory();
+  const replied = wait.sent + wait.ms;
+  const p = noPhases();
+  const began = new Map<number, number>();
+  let taskScheduled = 0;
+  let taskStarted = 0;
+  for (const event of history.events ?? []) {
+    const at = tsToMs(event.eventTime);
+    if (at > replied) break;
+    const id = Number(event.eventId);
+    switch (event.eventType) {
+      case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+        p.toStart = at - wait.sent;
+        break;
+      case EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
+        taskScheduled = at;
+        break;
+      case EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+        p.taskQueue += at - taskScheduled;
+        taskStarted = at;
+        break;
+      case EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+      case EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+      case EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
+        p.taskRun += at - taskStarted;
+        taskStarted = 0;
+        break;
+      case EventType.EVENT_TYPE_TIMER_STARTED:
+      case EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+        began.set(id, at);
+        break;
+      case EventType.EVENT_TYPE_TIMER_FIRED:
+        p.timers += at - (began.get(Number(event.timerFiredEventAttributes?.startedEventId)) ?? at);
+        break;
+      case EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED: {
+        const scheduledId = Number(event.activityTaskStartedEventAttributes?.scheduledEventId);
+        p.activityQueue += at - (began.get(scheduledId) ?? at);
+        began.set(-scheduledId, at);
+        break;
+      }
+      case EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+      case EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED:
+      case EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT: {
+        const scheduledId = Number(
+          (
+            event.activityTaskCompletedEventAttributes ??
+            event.activityTaskFailedEventAttributes ??
+            event.activityTaskTimedOutEventAttributes
+          )?.scheduledEventId,
+        );
+        p.activityRun += at - (began.get(-scheduledId) ?? at);
+        break;
+      }
+    }
+  }
+  // A task still running at the reply (its send reached the target before it completed).
+  if (taskStarted > 0) p.taskRun += replied - taskStarted;
+  p.other = wait.ms - (p.toStart + p.taskQueue + p.taskRun + p.timers + p.activityQueue + p.activityRun);
+  return p;
+}
+
+export const addPhases = (a: Phases, b: Phases): Phases =>
+  Object.fromEntries(Object.entries(a).map(([k, v]) => [k, v + b[k as keyof Phases]])) as unknown as Phases;
+
+export const showPhases = (p: Phases) =>
+  Object.entries(p)
+    .map(([k, v]) => `${k} ${(v / 1000).toFixed(1)}`)
+    .join(', ');
