@@ -30,6 +30,13 @@ const TURN_POLL_MS = 25;
  * more than a quarter of its lease; further off, it goes unpaced and the target's 429 decides.
  */
 const MAX_PACE_WAIT_MS = 5000;
+/**
+ * Slots are this much further apart than the provider's interval. A slot is taken before the lease,
+ * its check and the target's token read, whose time varies: with slots exactly 1,000 ms apart,
+ * `npm run bench:tenants` saw Slack posts arrive 934–1,209 ms apart, and a strict limit refused a
+ * third of them.
+ */
+const PACE_MARGIN_MS = 100;
 
 /** Exponential backoff from 1 s, capped at 10 min, never sooner than Retry-After, plus up to 20 % jitter (Temporal adds none). */
 export function retryDelayMs(attempt: number, retryAfterMs?: number, random = Math.random): number {
@@ -142,7 +149,7 @@ export function sendActivities({ pool, effects, pacing, targets, logger, metrics
       const pace = target.pace?.(input.step);
       if (pace) {
         const maxWaitMs = Math.min(MAX_PACE_WAIT_MS, policy.sendTimeoutMs / 4);
-        const waitMs = await pacing.reserve(pace.key, pace.intervalMs, maxWaitMs);
+        const waitMs = await pacing.reserve(pace.key, pace.intervalMs + PACE_MARGIN_MS, maxWaitMs);
         if (waitMs) await activity.sleep(waitMs);
       }
       const resendSafe = (attempt: number) =>
