@@ -8,13 +8,15 @@ import type { System } from './chaos/system';
  * Where a reply's wait went, from its event workflow's history up to the reply (the server's clock;
  * one machine): from the webhook to the workflow's start, workflow tasks waiting in Temporal's queue
  * (scheduled → started; 0 for an eager first task) and running on the worker (started → completed:
- * the send, a local activity, runs inside one), timers (the gather window), activity tasks waiting and
+ * the send, a local activity, runs inside one) or lost (started, then timed out or failed), timers (the gather window), activity tasks waiting and
  * running; `other` is the rest (the target's receipt after the task's send, clocks).
  */
 export interface Phases {
   toStart: number;
   taskQueue: number;
   taskRun: number;
+  /** Tasks that started and then timed out or failed: the worker took them and did not complete them. */
+  taskLost: number;
   timers: number;
   activityQueue: number;
   activityRun: number;
@@ -25,6 +27,7 @@ export const noPhases = (): Phases => ({
   toStart: 0,
   taskQueue: 0,
   taskRun: 0,
+  taskLost: 0,
   timers: 0,
   activityQueue: 0,
   activityRun: 0,
@@ -60,9 +63,14 @@ export async function phasesOf(
         taskStarted = at;
         break;
       case EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+        p.taskRun += at - taskStarted;
+        taskStarted = 0;
+        break;
       case EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
       case EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
-        p.taskRun += at - taskStarted;
+        // A timed-out task that never started (a sticky queue nobody polled) waited in the queue.
+        if (taskStarted > 0) p.taskLost += at - taskStarted;
+        else p.taskQueue += at - taskScheduled;
         taskStarted = 0;
         break;
       case EventType.EVENT_TYPE_TIMER_STARTED:
@@ -95,7 +103,8 @@ export async function phasesOf(
   }
   // A task still running at the reply (its send reached the target before it completed).
   if (taskStarted > 0) p.taskRun += replied - taskStarted;
-  p.other = wait.ms - (p.toStart + p.taskQueue + p.taskRun + p.timers + p.activityQueue + p.activityRun);
+  p.other =
+    wait.ms - (p.toStart + p.taskQueue + p.taskRun + p.taskLost + p.timers + p.activityQueue + p.activityRun);
   return p;
 }
 
