@@ -11,10 +11,7 @@ import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { System } from './chaos/system';
 import { addPhases, noPhases, type Phases, phasesOf, showPhases } from './phases';
-import { Bench, envOption, spread } from './system';
-
-const percentile = (sorted: number[], p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+import { Bench, envOption, percentile, spread } from './system';
 
 interface Result {
   fairness: string;

@@ -30,6 +30,7 @@ import { dataConverter } from '../src/temporal/client';
 import { type DevServer, startDevServer } from '../src/temporal/dev-server';
 import type { handleEvent } from '../workflows';
 import { SYSTEM_SECRET, SYSTEM_TASK_QUEUE, System } from './chaos/system';
+import { percentile } from './system';
 
 const SECRET = 'whsec_cmVwbHlmbG93LWJlbmNobWFyay1zZWNyZXQ=';
 const ENCRYPTION_KEY = Buffer.alloc(32, 9).toString('base64');
@@ -179,10 +180,6 @@ function eventFor(message: ReturnType<typeof signedMessage>, secret = SECRET): I
   });
   if (result.kind !== 'events') throw new Error('the sandbox provider did not produce an event');
   return result.events[0]!;
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 }
 
 /** C loops start workflows for `seconds` (on `taskQueue`, which no worker polls); each start is timed on its own. */

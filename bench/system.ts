@@ -161,7 +161,8 @@ function options(): Options {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const percentile = (sorted: number[], p: number) =>
+/** The value at percentile `p` of an ascending list (NaN for an empty one); every bench reports with it. */
+export const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 
 /** A sandbox chat message, signed as a sender signs it: the first of a conversation of its own by default. */

@@ -17,14 +17,11 @@ import { FakeSlack } from '../test/support/fakes/slack';
 import { signSlackRequest } from '../test/support/signers';
 import { System } from './chaos/system';
 import { phasesOf, showPhases } from './phases';
-import { envOption } from './system';
+import { envOption, percentile } from './system';
 
 const SIGNING_SECRET = randomBytes(16).toString('hex');
 
 const slackId = (prefix: string) => `${prefix}${randomBytes(5).toString('hex').toUpperCase()}`;
-
-const percentile = (sorted: number[], p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 
 let seq = 0;
 const nextTs = () => `${Math.floor(Date.now() / 1000)}.${String(++seq).padStart(6, '0')}`;
