@@ -9,12 +9,18 @@ import type { Command } from 'commander';
 import type { z } from 'zod';
 import { TenantCredentialError } from '../db/errors';
 import type { Pool } from '../db/pool';
-import { createTenantCredentialStore, type TenantChange, type TenantRecord } from '../db/tenant-credentials';
+import {
+  createTenantCredentialStore,
+  REVOKED_RECORD_KEPT_MS,
+  type TenantChange,
+  type TenantRecord,
+} from '../db/tenant-credentials';
 import { errorMessage } from '../failures';
 import { OperatorInputError } from '../operator/errors';
 import { keyring, payloadCodec, resolveEncryptionKey } from '../temporal/client';
 import { TENANT_CACHE_MS } from '../tenants/directory';
 import { TenantsFileError } from '../tenants/errors';
+import { ANNOUNCE_EVERY_MS } from '../tenants/revocation-announcer';
 import type { SecretKeys } from '../tenants/secret-box';
 import { parseTenant, TENANT_PROVIDERS, type TenantProvider } from '../tenants/tenant-id';
 import {
@@ -154,7 +160,9 @@ export function registerTenantCommands(program: Command, ctx: CliContext): void 
 
   tenant
     .command('remove')
-    .description('delete a tenant and its credential: nothing is verified or sent with it again')
+    .description(
+      'revoke a tenant: its credential is erased, nothing is verified or sent with it again, its held work ends; removing a revoked tenant deletes its record',
+    )
     .argument('<tenant>', TENANT_HELP)
     .option('--reason <text>', 'why, for the audit log')
     .action(
@@ -162,10 +170,12 @@ export function registerTenantCommands(program: Command, ctx: CliContext): void 
         if (!parseTenant(name))
           throw new OperatorInputError(`tenant "${name.slice(0, 80)}": expected ${TENANT_HELP}`);
         const store = storeOf(admin, await admin.pool());
-        await guarded(() => store.remove(name, change(admin, opts)));
+        const done = await guarded(() => store.remove(name, change(admin, opts)));
         printLine(
           ctx.io.stdout,
-          `Removed ${name}. Receivers and workers stop using it within ${TENANT_CACHE_MS / 1000} s.`,
+          done === 'deleted'
+            ? `Deleted the record of ${name}.`
+            : `Removed ${name}: its credential is erased. Receivers and workers stop using it within ${TENANT_CACHE_MS / 1000} s; its held work ends, discarded, once a receiver has announced the revocation (within ${ANNOUNCE_EVERY_MS / 1000} s). \`replyflow tenant list\` shows it revoked; removing it again after ${REVOKED_RECORD_KEPT_MS / 60_000} minutes deletes the record.`,
         );
         return EXIT.ok;
       }),

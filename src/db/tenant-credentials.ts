@@ -197,25 +197,62 @@ export function createTenantCredentialStore(pool: Pool, keys: SecretKeys) {
      * revoked or unknown tenant changes nothing (Slack may tell us twice). @returns whether it changed.
      */
     async revoke(tenant: string, reason: string, change: TenantChange): Promise<boolean> {
-      const { rowCount } = await pool.query(
-        `UPDATE tenant_credentials SET secret = NULL, revoked_at = now(), revoked_reason = $2,
-                version = version + 1, updated_at = now()
-          WHERE tenant = $1 AND revoked_at IS NULL`,
-        [tenant, reason],
-      );
-      if (rowCount === 1) await audit(change, 'tenant revoke', tenant, `accepted: ${reason}`);
-      return rowCount === 1;
+      const revoked = await revokeRow(tenant, reason);
+      if (revoked) await audit(change, 'tenant revoke', tenant, `accepted: ${reason}`);
+      return revoked;
     },
 
-    /** Deletes the tenant and its credential (the admin's: the application role may not delete). */
-    async remove(tenant: string, change: TenantChange): Promise<void> {
+    /**
+     * Removes a tenant (the admin's: the application role may not delete), in two steps. A live
+     * credential is revoked, its secret erased (reason `removed`): nothing is verified or sent with it
+     * again, and its held work ends as an uninstalled team's does (src/tenants/revocation-announcer.ts),
+     * which needs the revoked record. A record revoked longer than REVOKED_RECORD_KEPT_MS ago, when its
+     * held work has been told, is deleted. @returns which step this was.
+     */
+    async remove(tenant: string, change: TenantChange): Promise<'revoked' | 'deleted'> {
       validTenant(tenant);
-      const { rowCount } = await pool.query('DELETE FROM tenant_credentials WHERE tenant = $1', [tenant]);
-      if (rowCount !== 1) throw new TenantCredentialError(`no tenant ${tenant}`);
-      await audit(change, 'tenant remove', tenant, 'accepted');
+      if (await revokeRow(tenant, REMOVED)) {
+        await audit(change, 'tenant remove', tenant, 'accepted: revoked');
+        return 'revoked';
+      }
+      const { rowCount } = await pool.query(
+        `DELETE FROM tenant_credentials WHERE tenant = $1 AND revoked_at < now() - $2 * interval '1 millisecond'`,
+        [tenant, REVOKED_RECORD_KEPT_MS],
+      );
+      if (rowCount === 1) {
+        await audit(change, 'tenant remove', tenant, 'accepted: deleted');
+        return 'deleted';
+      }
+      const revocation = await revocationOf(pool, tenant);
+      if (!revocation) throw new TenantCredentialError(`no tenant ${tenant}`);
+      const deletable = new Date(revocation.revokedAt.getTime() + REVOKED_RECORD_KEPT_MS);
+      throw new TenantCredentialError(
+        `${tenant} is revoked (${revocation.reason ?? 'revoked'}, ${revocation.revokedAt.toISOString()}) and its held work is still being told: its record can be deleted from ${deletable.toISOString()}`,
+      );
     },
   };
+
+  /** Erases the secret and marks the credential revoked, unless it is already. @returns whether it changed. */
+  async function revokeRow(tenant: string, reason: string): Promise<boolean> {
+    const { rowCount } = await pool.query(
+      `UPDATE tenant_credentials SET secret = NULL, revoked_at = now(), revoked_reason = $2,
+              version = version + 1, updated_at = now()
+        WHERE tenant = $1 AND revoked_at IS NULL`,
+      [tenant, reason],
+    );
+    return rowCount === 1;
+  }
 }
+
+/** The revocation reason of a tenant the admin removed. */
+const REMOVED = 'removed';
+
+/**
+ * How long a revoked record stays before `remove` may delete it: the revocation is announced to the
+ * tenant's held runs within seconds and again 5 minutes later (workflows/tenant-revoked.ts), and each
+ * run reads the record before it ends its held work.
+ */
+export const REVOKED_RECORD_KEPT_MS = 10 * 60_000;
 
 export type TenantCredentialStore = ReturnType<typeof createTenantCredentialStore>;
 
@@ -234,4 +271,17 @@ export async function revocationOf(
   const row = rows[0];
   if (!row?.revoked_at) return undefined;
   return { revokedAt: row.revoked_at, ...(row.revoked_reason ? { reason: row.revoked_reason } : {}) };
+}
+
+/** The tenants revoked within the last `withinMs`, oldest first: the revocations still to be announced. */
+export async function revokedSince(
+  pool: Pool,
+  withinMs: number,
+): Promise<{ tenant: string; revokedAt: Date }[]> {
+  const { rows } = await pool.query<{ tenant: string; revoked_at: Date }>(
+    `SELECT tenant, revoked_at FROM tenant_credentials
+      WHERE revoked_at > now() - $1 * interval '1 millisecond' ORDER BY revoked_at`,
+    [withinMs],
+  );
+  return rows.map((row) => ({ tenant: row.tenant, revokedAt: row.revoked_at }));
 }

@@ -1,19 +1,13 @@
 // The receiver role: the HTTP server in front of Temporal. Stateless; several can run side by side.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import {
-  Client,
-  Connection,
-  isGrpcServiceError,
-  WorkflowExecutionAlreadyStartedError,
-  WorkflowNotFoundError,
-} from '@temporalio/client';
+import { Client, Connection, isGrpcServiceError, WorkflowNotFoundError } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
-import { statusQuery, tenantRevokedWorkflowId } from '../../workflows/messages';
+import { statusQuery } from '../../workflows/messages';
 import { type Config, sandboxSecrets, slackOAuthSettings } from '../config';
 import { createSignedBodiesStore } from '../db/github-signed-bodies';
 import { type Pool, ping } from '../db/pool';
-import { createTenantCredentialStore } from '../db/tenant-credentials';
+import { createTenantCredentialStore, revocationOf } from '../db/tenant-credentials';
 import type { Logger } from '../logger';
 import { createReceiverMetrics } from '../metrics';
 import { operatorApi } from '../operator/api';
@@ -26,6 +20,7 @@ import { connectionSecurity, dataConverter, keyring, payloadCodec } from '../tem
 import { codecRouter, codecServerOptions } from '../temporal/codec-server';
 import { searchAttributeAdvice, searchAttributeProblems } from '../temporal/search-attributes';
 import { tenantDirectoryOf } from '../tenants/directory';
+import { revocationAnnouncer } from '../tenants/revocation-announcer';
 import { tenantsFileOf } from '../tenants/tenants-file';
 import type { Tracing } from '../tracing';
 import { createReceiverApp } from './app';
@@ -124,6 +119,13 @@ export async function startReceiver(options: {
   const secretKeys = payloadCodec(options.encryptionKey, keyring(config));
   const tenants = tenantDirectoryOf(pool, secretKeys, tenantsFile);
   const tenantStore = createTenantCredentialStore(pool, secretKeys);
+  const revocations = revocationAnnouncer({
+    pool,
+    client,
+    taskQueue: config.TEMPORAL_TASK_QUEUE,
+    logger,
+    call: (start) => calls.run(config.WEBHOOK_START_DEADLINE_MS, start),
+  });
   const slackOAuth = slackOAuthSettings(config);
   const slackInstallRoutes = slackOAuth
     ? [
@@ -147,19 +149,10 @@ export async function startReceiver(options: {
           });
           tenants.forget(tenant);
           if (revoked) logger.info({ tenant, reason }, 'slack installation revoked');
-          // Its held work ends by itself: a workflow tells each held run (workflows/tenant-revoked.ts).
-          // Started for a repeated notice too: the first may have been refused before it started.
-          await calls.run(config.WEBHOOK_START_DEADLINE_MS, () =>
-            client.workflow
-              .start('tenantRevoked', {
-                workflowId: tenantRevokedWorkflowId(tenant, eventId),
-                taskQueue: config.TEMPORAL_TASK_QUEUE,
-                args: [{ tenant }],
-              })
-              .catch((err: unknown) => {
-                if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-              }),
-          );
+          // Its held work ends by itself, told at once. Told for a repeated notice too: the first may
+          // have been refused before it was; once told, it is not told again.
+          const revocation = await revocationOf(pool, tenant);
+          if (revocation) await revocations.announce(tenant, revocation.revokedAt);
         },
       },
     }),
@@ -220,6 +213,7 @@ export async function startReceiver(options: {
     async stop() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      revocations.stop();
       await Promise.all([calls.close(), operators.close()]);
     },
   };

@@ -113,8 +113,36 @@ describe('tenant CLI: LINE channels and Slack teams for the admin (PostgreSQL)',
     printedNone(rotated, channelSecret, accessToken, reissued);
     assert.deepEqual((await (await store()).get(tenant))?.secret, { channelSecret, accessToken: reissued });
 
+    // Removing revokes first: the secret is erased, the record stays for the held work to read.
     const removed = await admin(['tenant', 'remove', tenant, '--reason', 'client left']);
     assert.equal(removed.code, 0, removed.stderr);
+    assert.match(removed.stdout, new RegExp(`^Removed ${tenant}: its credential is erased\\.`));
+    const revoked = await (await store()).get(tenant);
+    assert.equal(revoked?.secret, undefined, 'the secret is erased');
+    assert.equal(revoked?.record.revokedReason, 'removed');
+    const relisted = await admin(['tenant', 'list', '--json']);
+    assert.equal(
+      (JSON.parse(relisted.stdout) as { tenant: string; revokedReason?: string }[]).find(
+        (t) => t.tenant === tenant,
+      )?.revokedReason,
+      'removed',
+    );
+    // Too soon to delete the record: its held work may still be reading it.
+    const tooSoon = await admin(['tenant', 'remove', tenant]);
+    assert.equal(tooSoon.code, 2);
+    assert.match(
+      tooSoon.stderr,
+      new RegExp(
+        `${tenant} is revoked \\(removed, .*\\) and its held work is still being told: its record can be deleted from `,
+      ),
+    );
+    await (await database()).adminPool.query(
+      "UPDATE tenant_credentials SET revoked_at = revoked_at - interval '11 minutes' WHERE tenant = $1",
+      [tenant],
+    );
+    const deleted = await admin(['tenant', 'remove', tenant, '--reason', 'cleanup']);
+    assert.equal(deleted.code, 0, deleted.stderr);
+    assert.equal(deleted.stdout, `Deleted the record of ${tenant}.\n`);
     assert.equal(await (await store()).get(tenant), undefined);
 
     assert.deepEqual(
@@ -122,7 +150,8 @@ describe('tenant CLI: LINE channels and Slack teams for the admin (PostgreSQL)',
       [
         [ADMIN, 'tenant add', 'new client', 'accepted: admin'],
         [ADMIN, 'tenant rotate', 'token reissued', 'accepted'],
-        [ADMIN, 'tenant remove', 'client left', 'accepted'],
+        [ADMIN, 'tenant remove', 'client left', 'accepted: revoked'],
+        [ADMIN, 'tenant remove', 'cleanup', 'accepted: deleted'],
       ],
     );
     const audit = JSON.stringify(await auditRows(`tenant:${tenant}`));

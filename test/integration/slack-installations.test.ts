@@ -8,10 +8,12 @@ import assert from 'node:assert/strict';
 import type { AppMentionEvent } from '@slack/types';
 import type { Config } from '../../src/config';
 import { SLACK_EVENTS_ACTOR, SLACK_OAUTH_ACTOR } from '../../src/receiver/slack-install';
+import { ANNOUNCE_EVERY_MS } from '../../src/tenants/revocation-announcer';
 import { signInstallState } from '../../src/tenants/slack-oauth';
 import { statusQuery, tenantRevokedSignal } from '../../workflows/messages';
 import { REVOCATION_ACTION, REVOCATION_ACTOR } from '../../workflows/operator-desk';
 import type { EventResult } from '../../workflows/run-view';
+import { adminEnv, cli } from '../cli/harness';
 import { eventually } from '../support/eventually';
 import { FakeSlack } from '../support/fakes/slack';
 import {
@@ -388,6 +390,37 @@ describe('Slack installations: many workspaces through the OAuth flow (receiver,
     assert.equal(other.state, 'held', "the other team's held work waits for an operator");
     assert.equal(other.operatorHistory.length, 0, 'and the unconfirmed notice left no trace');
     await staysHeld.handle.terminate('test done');
+  });
+
+  it("ends a team's held work when the admin removes it (`replyflow tenant remove`), discarded, with nothing posted after", async () => {
+    const team = newTeam();
+    assert.equal((await install(team)).status, 200);
+    slack.next({ status: 500 });
+    const held = await mention(team);
+    await waitForState(held.handle, 'held');
+
+    const removed = await cli(['tenant', 'remove', `slack:${team}`, '--reason', 'client left'], {
+      env: await adminEnv(),
+    });
+    assert.equal(removed.code, 0, removed.stderr);
+    // No Slack notice: a receiver finds the revocation in the store at its next look.
+    const ended = await waitForState(held.handle, 'discarded', ANNOUNCE_EVERY_MS + 20_000);
+    assert.equal(((await held.handle.result()) as EventResult).state, 'discarded');
+    assert.match(
+      ended.operatorHistory.at(-1)?.reason ?? '',
+      new RegExp(`slack:${team}'s installation was revoked \\(removed, .*\\): nothing can be sent with it`),
+    );
+    const [row] = await effectRows(`chat:slack:${team}:${held.channel}:`);
+    assert.equal(row?.status, 'discarded');
+    assert.deepEqual(
+      (await auditRows(`tenant:slack:${team}`)).map((a) => [a.action, a.reason, a.result]).slice(-1),
+      [['tenant remove', 'client left', 'accepted: revoked']],
+    );
+    assert.equal(postsIn(held.channel).length, 1, 'only the attempt before the removal reached Slack');
+    // The next event of the team is not answered with the erased token.
+    const after = await mention(team);
+    await waitForState(after.handle, 'failed');
+    assert.equal(postsIn(after.channel).length, 0);
   });
 
   it('revokes a team whose bot token was revoked (tokens_revoked), and not for user tokens only', async () => {
