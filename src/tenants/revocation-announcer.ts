@@ -21,7 +21,7 @@ export const ANNOUNCE_EVERY_MS = 10_000;
  */
 const LOOKBACK_MS = 24 * 3_600_000;
 
-export interface RevocationAnnouncer {
+interface RevocationAnnouncer {
   /** Starts the revocation's announcement, unless it has been started already. */
   announce(tenant: string, revokedAt: Date): Promise<void>;
   /** Announces what the store holds that this receiver has not announced yet. */
