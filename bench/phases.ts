@@ -115,3 +115,36 @@ export const showPhases = (p: Phases) =>
   Object.entries(p)
     .map(([k, v]) => `${k} ${(v / 1000).toFixed(1)}`)
     .join(', ');
+
+/**
+ * Each task the worker took and did not complete, from the history: which task, from which queue
+ * (an eager first task comes with the start, no queue), how long after it was scheduled it started,
+ * and how it ended: what tells a lost eager start from a sticky task behind a full cache.
+ */
+export async function lostTasks(system: System, workflowId: string): Promise<string[]> {
+  const history = await system.client.client.workflow.getHandle(workflowId).fetchHistory();
+  const events = history.events ?? [];
+  const byId = new Map(events.map((e) => [Number(e.eventId), e]));
+  const startedAt = tsToMs(events[0]?.eventTime);
+  const lost: string[] = [];
+  let task = 0;
+  for (const event of events) {
+    if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED) task += 1;
+    const ended = event.workflowTaskTimedOutEventAttributes ?? event.workflowTaskFailedEventAttributes;
+    if (!ended) continue;
+    const started = byId.get(Number(ended.startedEventId));
+    const scheduled = byId.get(Number(ended.scheduledEventId));
+    if (!started?.workflowTaskStartedEventAttributes) continue;
+    const queue =
+      scheduled?.workflowTaskScheduledEventAttributes?.taskQueue?.kind === 2 ? 'sticky' : 'normal';
+    const startMs = tsToMs(started.eventTime);
+    const eager = task === 1 && startMs - startedAt < 5 ? ', eager (started with the workflow)' : '';
+    const how = event.workflowTaskFailedEventAttributes
+      ? `failed (cause ${event.workflowTaskFailedEventAttributes.cause})`
+      : 'timed out';
+    lost.push(
+      `task ${task} from the ${queue} queue${eager}, started ${startMs - tsToMs(scheduled?.eventTime)} ms after scheduled by ${started.workflowTaskStartedEventAttributes.identity}, ${how} ${tsToMs(event.eventTime) - startMs} ms later (at ${((startMs - startedAt) / 1000).toFixed(1)} s of the workflow)`,
+    );
+  }
+  return lost;
+}

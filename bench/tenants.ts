@@ -16,7 +16,7 @@ import { parseArgs } from 'node:util';
 import { FakeSlack } from '../test/support/fakes/slack';
 import { signSlackRequest } from '../test/support/signers';
 import { System } from './chaos/system';
-import { phasesOf, showPhases } from './phases';
+import { lostTasks, phasesOf, showPhases } from './phases';
 import { envOption, percentile } from './system';
 
 const SIGNING_SECRET = randomBytes(16).toString('hex');
@@ -255,10 +255,12 @@ async function main(): Promise<void> {
     );
     const slow = waits.filter((w) => w.ms > bound);
     if (slow.length > 0) console.log('over the bound: sent at (s after the burst began) → waited, where (s)');
-    for (const w of slow)
+    for (const w of slow) {
       console.log(
         `  ${((w.sent - began) / 1000).toFixed(0)} s → ${(w.ms / 1000).toFixed(1)} s: ${showPhases(await phasesOf(system, w.workflowId, w))}`,
       );
+      for (const lost of await lostTasks(system, w.workflowId)) console.log(`    lost: ${lost}`);
+    }
   } finally {
     await system.stop();
     system.remove();
