@@ -3,8 +3,8 @@
 // With several channels (TENANTS_FILE, LINE_CHANNELS=tenants) the body's `destination` — the bot's
 // user id, read before verifying — chooses whose secret verifies; LINE_CHANNEL_SECRET answers for any
 // destination without a channel of its own.
-import { validateSignature } from '@line/bot-sdk';
 import { z } from 'zod';
+import { lineSdk } from '../provider-sdks';
 import { channelFix, type LineChannel, type LineChannels } from '../tenants/line-channels';
 import { tenantOf } from '../tenants/tenant-id';
 import { ProviderUnavailableError, WebhookVerificationError } from './errors';
@@ -38,7 +38,7 @@ export function verifyLineRequest(
 ): void {
   const signature = header(ctx.headers, 'x-line-signature');
   if (!signature) throw new WebhookVerificationError('missing x-line-signature header');
-  if (!isCanonicalBase64(signature) || !validateSignature(ctx.rawBody, channelSecret, signature)) {
+  if (!isCanonicalBase64(signature) || !lineSdk().validateSignature(ctx.rawBody, channelSecret, signature)) {
     throw new WebhookVerificationError(`x-line-signature does not match the raw body; ${whose}`);
   }
 }

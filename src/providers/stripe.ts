@@ -1,7 +1,7 @@
 // Stripe webhooks (`/webhooks/stripe`): the Stripe-Signature check with the `stripe` package, and
 // events keyed by their `evt_` id. Stripe events get no default reply: effects come from routes only.
-import Stripe from 'stripe';
 import { z } from 'zod';
+import { stripeSdk } from '../provider-sdks';
 import { WebhookVerificationError } from './errors';
 import { epochSeconds, epochToIso, parseJson, validate } from './parse';
 import { header, type ProviderResult, type RequestContext, type WebhookProvider } from './types';
@@ -23,6 +23,7 @@ const STRIPE_TOLERANCE_SECONDS = 300;
 export function verifyStripeRequest(secret: string, ctx: RequestContext): void {
   const signature = header(ctx.headers, 'stripe-signature');
   if (!signature) throw new WebhookVerificationError('missing Stripe-Signature header');
+  const Stripe = stripeSdk();
   try {
     Stripe.webhooks.signature!.verifyHeader(
       ctx.rawBody,

@@ -15,8 +15,9 @@
 // Whose access token: the channel of the step's `destination.tenant` (`line:<destination>`, from
 // TENANTS_FILE or the tenant store), else LINE_CHANNEL_ACCESS_TOKEN. A stored token LINE refuses (401)
 // is asked for once more, fresh: an admin may have rotated it; nothing was sent, so asking again is safe.
-import { HTTPFetchError, messagingApi } from '@line/bot-sdk';
+import type { messagingApi } from '@line/bot-sdk';
 import type { StepPlan } from '../model';
+import { lineSdk } from '../provider-sdks';
 import { channelFix, type LineChannel, type LineChannels } from '../tenants/line-channels';
 import { TargetError } from './errors';
 import { classifyTransportError } from './http-errors';
@@ -55,7 +56,7 @@ export function lineTarget({
   // The SDK does not retry on its own, and exposes the retry key and, through HTTPFetchError, the
   // status, headers and body of a 409 or 400. It takes no AbortSignal: see `untilAborted`.
   const clientOf = (token: string) =>
-    new messagingApi.MessagingApiClient({ channelAccessToken: token, baseURL: apiUrl });
+    new (lineSdk().messagingApi.MessagingApiClient)({ channelAccessToken: token, baseURL: apiUrl });
 
   const credentialFor = async (tenant: string | undefined, fresh = false): Promise<Credential> => {
     let channel: LineChannel | undefined;
@@ -95,7 +96,7 @@ export function lineTarget({
     try {
       return { result: await request(clientOf(credential.token)) };
     } catch (err) {
-      const refused = err instanceof HTTPFetchError && err.status === 401;
+      const refused = err instanceof lineSdk().HTTPFetchError && err.status === 401;
       if (!refused || !credential.channel || credential.channel.source === 'file')
         return { error: err, credential };
       const again = await credentialFor(tenant, true);
@@ -150,7 +151,7 @@ export function lineTarget({
       }
       const err = pushed.error;
       // A reused retry key after acceptance: this push already happened.
-      if (err instanceof HTTPFetchError && err.status === 409) {
+      if (err instanceof lineSdk().HTTPFetchError && err.status === 409) {
         return {
           externalId: externalIdOf(parse(err.body), err.headers.get('x-line-accepted-request-id') ?? 'push'),
         };
@@ -211,7 +212,9 @@ function externalIdOf(sent: Sent, fallback: string): string {
 }
 
 function isInvalidReplyToken(err: unknown): boolean {
-  return err instanceof HTTPFetchError && err.status === 400 && /invalid reply token/i.test(err.body);
+  return (
+    err instanceof lineSdk().HTTPFetchError && err.status === 400 && /invalid reply token/i.test(err.body)
+  );
 }
 
 /**
@@ -228,7 +231,7 @@ function classifyLineError(
   tokenFix = 'check LINE_CHANNEL_ACCESS_TOKEN',
 ): TargetError {
   if (err instanceof TargetError) return err;
-  if (!(err instanceof HTTPFetchError)) {
+  if (!(err instanceof lineSdk().HTTPFetchError)) {
     const classified = classifyTransportError(err, signal);
     return new TargetError(classified.errorClass, `line: ${classified.message}`, {
       ...classified.details,

@@ -1,8 +1,9 @@
 // Slack `chat.postMessage` in the source message's thread (or, when the bot asks, in the channel),
 // with the answer's blocks. Slack has no idempotency key, so every post carries our effect id in
 // message metadata and `lookup` finds it again in the thread or channel.
-import { ErrorCode, type KnownBlock, WebClient, type WebClientOptions } from '@slack/web-api';
+import type { KnownBlock, WebClient, WebClientOptions } from '@slack/web-api';
 import type { StepPlan } from '../model';
+import { slackWebApi } from '../provider-sdks';
 import { quietSlackLogger } from '../tenants/slack-oauth';
 import { TargetError } from './errors';
 import { installationTokenFix, type SlackTokens } from './slack-tokens';
@@ -92,7 +93,7 @@ export function slackTarget({ tokens, apiUrl }: SlackTargetOptions): TargetAdapt
    * their timing.
    */
   const client = (token: string, signal: AbortSignal) =>
-    new WebClient(token, {
+    new (slackWebApi().WebClient)(token, {
       slackApiUrl: apiUrl,
       retryConfig: { retries: 0 },
       rejectRateLimitedCalls: true,
@@ -171,7 +172,7 @@ export function slackTarget({ tokens, apiUrl }: SlackTargetOptions): TargetAdapt
 /** Slack's `ok:false` error code, when the failure is one. */
 function platformCode(err: unknown): string | undefined {
   const e = err as { code?: string; data?: { error?: string } };
-  return e?.code === ErrorCode.PlatformError ? e.data?.error : undefined;
+  return e?.code === slackWebApi().ErrorCode.PlatformError ? e.data?.error : undefined;
 }
 
 function destinationOf(step: StepPlan): { channel: string; threadTs?: string } {
@@ -227,6 +228,7 @@ export function classifySlackError(err: unknown): TargetError {
     statusCode?: number;
     original?: { code?: string };
   };
+  const { ErrorCode } = slackWebApi();
   switch (e?.code) {
     case ErrorCode.RateLimitedError:
       return new TargetError('retryable', 'slack: rate limited (429)', {

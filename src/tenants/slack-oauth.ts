@@ -4,9 +4,10 @@
 // install flow, src/receiver/slack-install.ts) and a refresh token for a new bot token (token rotation,
 // src/targets/slack-tokens.ts). Tokens go back to the caller only, never into an error or a log.
 import { createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
-import { ErrorCode, type Logger, LogLevel, WebClient } from '@slack/web-api';
+import type { Logger } from '@slack/web-api';
 import { z } from 'zod';
 import type { SlackOAuthSettings } from '../config';
+import { slackWebApi } from '../provider-sdks';
 import { InstallStateError, SlackOAuthError } from './errors';
 import { slackTenant } from './tenant-id';
 
@@ -92,7 +93,7 @@ export const quietSlackLogger: Logger = {
   warn() {},
   error() {},
   setLevel() {},
-  getLevel: () => LogLevel.ERROR,
+  getLevel: () => slackWebApi().LogLevel.ERROR,
   setName() {},
 };
 
@@ -127,6 +128,7 @@ export function slackOAuth(settings: SlackOAuthSettings) {
    * Temporal owns.
    */
   async function access(args: Record<string, string>, signal?: AbortSignal): Promise<unknown> {
+    const { WebClient, ErrorCode } = slackWebApi();
     const client = new WebClient(undefined, {
       slackApiUrl: settings.apiUrl,
       retryConfig: { retries: 0 },
