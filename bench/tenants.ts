@@ -257,7 +257,7 @@ async function main(): Promise<void> {
     if (slow.length > 0) console.log('over the bound: sent at (s after the burst began) → waited, where (s)');
     for (const w of slow) {
       console.log(
-        `  ${((w.sent - began) / 1000).toFixed(0)} s → ${(w.ms / 1000).toFixed(1)} s: ${showPhases(await phasesOf(system, w.workflowId, w))}`,
+        `  ${((w.sent - began) / 1000).toFixed(0)} s → ${(w.ms / 1000).toFixed(1)} s: ${showPhases(await phasesOf(system, w.workflowId, w))} (${w.workflowId})`,
       );
       for (const lost of await lostTasks(system, w.workflowId)) console.log(`    lost: ${lost}`);
     }
