@@ -7,7 +7,8 @@
 // `--settings "no-options;npm-start;--max-old-space-size=192 WORKER_MAX_CACHED_WORKFLOWS=50"`
 // (with `=` when the first setting begins with `--`, which node's parseArgs would take for an option:
 // `"--settings=--max-old-space-size=192 WORKER_MAX_CACHED_WORKFLOWS=64;npm-start"`)
-// (`npm-start`: the Node.js options package.json's start script gives it; NAME=value: a setting).
+// (`npm-start`: the Node.js options and environment package.json's start script gives it; NAME=value: a
+// setting, also after `npm-start`, e.g. `npm-start TEMPORAL_GRPC_COMPRESSION=gzip`).
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { rssMiB, System } from './chaos/system';
@@ -63,10 +64,10 @@ async function main() {
   });
   const settings: Setting[] = values.settings.split(';').map((s) => {
     const name = s.trim();
-    const words = name === 'npm-start' || name === 'no-options' ? [] : name.split(/\s+/);
+    const words = name === 'no-options' ? [] : name.split(/\s+/);
     const env = words.filter((w) => /^[A-Z_]+=/.test(w)).map((w) => w.split('=') as [string, string]);
     const nodeArgs = words.filter((w) => w.startsWith('--'));
-    return { name, nodeArgs: name === 'npm-start' ? undefined : nodeArgs, env: Object.fromEntries(env) };
+    return { name, nodeArgs: words[0] === 'npm-start' ? undefined : nodeArgs, env: Object.fromEntries(env) };
   });
   const opts = {
     burst: Number(values.burst),

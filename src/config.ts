@@ -245,6 +245,12 @@ export const configSchema = z.object({
   TEMPORAL_TLS_SERVER_NAME: optional,
   /** Temporal Cloud API key, sent as a bearer token. */
   TEMPORAL_API_KEY: optional,
+  /**
+   * The worker's gRPC compression to Temporal. The SDK's own default is gzip on every request; on the
+   * same host or network that is CPU on both ends and a large buffer malloc'd and freed on each
+   * request (docs/benchmarks.md, "gzip on every request"), so replyflow sends plain; gzip for a slow link.
+   */
+  TEMPORAL_GRPC_COMPRESSION: z.enum(['none', 'gzip']).default('none'),
   /** Unset → the launcher starts an embedded PostgreSQL. */
   DATABASE_URL: optional,
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(500).default(10),

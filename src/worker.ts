@@ -209,6 +209,7 @@ export async function createWorker(
   const responder = options.deps?.responder ?? (await createResponder(config));
   const connection = await NativeConnection.connect({
     address: options.temporalAddress,
+    grpcCompression: { codec: config.TEMPORAL_GRPC_COMPRESSION },
     ...connectionSecurity(config),
   });
   try {

@@ -58,6 +58,18 @@ describe('Temporal connection security from the environment', () => {
     assert.equal(Buffer.from(security.tls.clientCertPair!.key).toString(), 'CLIENT KEY');
   });
 
+  it("sends the worker's requests uncompressed unless TEMPORAL_GRPC_COMPRESSION=gzip, and refuses another codec", () => {
+    assert.equal(loadConfig({}).TEMPORAL_GRPC_COMPRESSION, 'none');
+    assert.equal(
+      loadConfig({ ...address, TEMPORAL_GRPC_COMPRESSION: 'gzip' }).TEMPORAL_GRPC_COMPRESSION,
+      'gzip',
+    );
+    assert.throws(
+      () => loadConfig({ TEMPORAL_GRPC_COMPRESSION: 'brotli' }),
+      (err: unknown) => err instanceof ConfigError && /TEMPORAL_GRPC_COMPRESSION/.test(err.message),
+    );
+  });
+
   it('lists every problem at once, naming settings and paths but never file contents', () => {
     const missing = path.join(dir, 'nope.pem');
     assert.throws(
