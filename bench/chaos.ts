@@ -62,8 +62,9 @@ function options(): ChaosOptions {
         `\`replyflow start\` processes (${d.combined}: receiver and worker in one, eager starts). --kill-every: the\n` +
         'mean time between SIGKILLs of a random worker or `replyflow start`; --inflight-kills: SIGKILLs of\n' +
         'the process whose send is in flight; --combined-kills: SIGKILLs of a `replyflow start` while a\n' +
-        `workflow task it started eagerly is in flight (${d.combinedKills}, spread over the first deliveries). Each\n` +
-        'killed process is started again (a `replyflow start` on its port); senders retry to the same URL.',
+        `workflow task it started eagerly is in flight (${d.combinedKills}, spread over the first deliveries; killed anyway\n` +
+        'if none is seen). Each killed process is started again (a `replyflow start` on its port); senders retry\n' +
+        'to the same URL.',
     );
     process.exit(0);
   }

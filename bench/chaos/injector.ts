@@ -291,14 +291,18 @@ export class Injector {
    * From `fromMs` on, takes each event whose first delivery goes to the `replyflow start` in `slot`,
    * and once its workflow's first task, started there eagerly, is in flight on that process, SIGKILLs
    * it: that task must be taken over after Temporal's workflow task timeout, by the process started
-   * again or by a worker. Gives up when the first deliveries (second ids included) end with none seen.
+   * again or by a worker. When the first deliveries (second ids included) end with none seen (a fast
+   * machine finishes a first task before it can be asked), it SIGKILLs the process anyway, so that every
+   * run kills each `replyflow start` while it holds work, and reports the miss.
    */
   private async killWithEagerTask(slot: number, fromMs: number, plan: Plan): Promise<void> {
     const firstTo = new Map<string, { atMs: number; receiver: number }>();
     for (const d of plan.deliveries) if (!firstTo.has(d.eventId)) firstTo.set(d.eventId, d);
     const candidates = [...firstTo].filter(([, d]) => d.receiver === slot && d.atMs >= fromMs);
     for (const [eventId, first] of candidates) {
-      if (!(await this.atTime(first.atMs + 200))) return;
+      // Soon after the delivery: an eagerly started first task is in flight from the start's answer
+      // until its completion, a few tens of ms on an idle machine.
+      if (!(await this.atTime(first.atMs + 50))) return;
       const workflowId = `webhook:sandbox:${eventId}`;
       const killed = await this.withWorkers(async () => {
         const proc = this.system.combined[slot]!;
@@ -312,8 +316,9 @@ export class Injector {
       kind: 'eager-kill-missed',
       atMs: this.now(),
       slot,
-      why: 'no workflow task it started eagerly was seen in flight on it before first deliveries ended',
+      why: 'no workflow task it started eagerly was seen in flight on it before first deliveries ended; killed anyway',
     });
+    await this.withWorkers(() => this.killAndRestart(this.system.combined[slot]!));
   }
 
   /**

@@ -689,7 +689,7 @@ export function formatInjectorLog(actions: InjectorAction[]): string {
           return `${at}  SIGKILL replyflow start ${a.slot} (pid ${a.pid})${aim}; serving again at ${seconds(a.upAtMs)} (pid ${a.newPid})`;
         }
         case 'eager-kill-missed':
-          return `${at}  replyflow start ${a.slot} not killed: ${a.why}`;
+          return `${at}  replyflow start ${a.slot}: ${a.why}`;
         case 'shards-moved':
           return `${at}  history shards per node now ${Object.entries(a.owners)
             .map(([node, n]) => `${node === '0' ? 'unknown owner' : `node ${node}`}: ${n}`)
