@@ -258,6 +258,8 @@ class AckTally {
   unavailable = 0;
   /** Requests that got no answer at all (refused or timed out connections), retried. */
   unanswered = 0;
+  /** The receiver's 503s over the phase by reason (its metrics), when the bench read them. */
+  byReason?: Map<string, number>;
   /** Deliveries answered 503 at least once. */
   readonly refused = new Set<string>();
   private readonly began = performance.now();
@@ -324,7 +326,11 @@ class AckTally {
   toString(): string {
     const sorted = [...this.latencies].sort((a, b) => a - b);
     const unanswered = this.unanswered > 0 ? `, no answer ×${this.unanswered}` : '';
-    return `503 ×${this.unavailable} (${this.refused.size} deliveries)${unanswered}, ack p50 ${fixed(percentile(sorted, 50))} ms, p99 ${fixed(percentile(sorted, 99))} ms`;
+    const reasons = [...(this.byReason ?? [])]
+      .filter(([, n]) => n > 0)
+      .map(([reason, n]) => `${reason} ${n}`);
+    const why = this.unavailable > 0 && reasons.length > 0 ? ` [${reasons.join(', ')}]` : '';
+    return `503 ×${this.unavailable} (${this.refused.size} deliveries)${why}${unanswered}, ack p50 ${fixed(percentile(sorted, 50))} ms, p99 ${fixed(percentile(sorted, 99))} ms`;
   }
 }
 
@@ -397,8 +403,33 @@ export class Bench {
     }
   }
 
+  /**
+   * The receiver's 503s so far by reason (`replyflow_webhook_unavailable_total`, summed over providers):
+   * a start past WEBHOOK_START_DEADLINE_MS or its wait in the start queue (temporal_slow), Temporal
+   * down or refusing, the store down. Empty when the metrics cannot be read.
+   */
+  private async unavailableByReason(): Promise<Map<string, number>> {
+    const text = await fetch(`${this.receiver}/metrics`)
+      .then((r) => r.text())
+      .catch(() => '');
+    const counts = new Map<string, number>();
+    const lines = /^replyflow_webhook_unavailable_total\{[^}]*reason="([^"]+)"[^}]*\} (\S+)$/gm;
+    for (const [, reason, n] of text.matchAll(lines))
+      counts.set(reason!, (counts.get(reason!) ?? 0) + Number(n));
+    return counts;
+  }
+
+  /** Ends `tally` with the 503s by reason since `before` (any delivery's in that time, as the tally's own). */
+  private async endWithReasons(tally: AckTally, before: Map<string, number>): Promise<AckTally> {
+    tally.end();
+    const after = await this.unavailableByReason();
+    tally.byReason = new Map([...after].map(([reason, n]) => [reason, n - (before.get(reason) ?? 0)]));
+    return tally;
+  }
+
   /** Delivers `messages` at `perSecond`, each when it is due whatever the answers before it (open loop). */
   async offered(messages: { eventId: string; body: string }[], perSecond: number): Promise<AckTally> {
+    const before = await this.unavailableByReason();
     const tally = this.tally();
     const began = Date.now();
     const sends: Promise<number>[] = [];
@@ -408,11 +439,12 @@ export class Bench {
       sends.push(this.deliver(eventId, body));
     }
     await Promise.all(sends);
-    return tally.end();
+    return this.endWithReasons(tally, before);
   }
 
   /** New conversations, `lanes` deliveries at a time (closed loop), for `seconds`: their ids and the acks. */
   async closedLoop(lanes: number, seconds: number): Promise<{ ids: string[]; acks: AckTally }> {
+    const before = await this.unavailableByReason();
     const tally = this.tally();
     const ids: string[] = [];
     const until = Date.now() + seconds * 1000;
@@ -426,7 +458,7 @@ export class Bench {
         }
       }),
     );
-    return { ids, acks: tally.end() };
+    return { ids, acks: await this.endWithReasons(tally, before) };
   }
 
   /**
