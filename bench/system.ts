@@ -15,6 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { temporal } from '@temporalio/proto';
+import { UNAVAILABLE_REASONS } from '../src/metrics';
 import type { SandboxMode } from '../src/model';
 import { sandboxProvider } from '../src/providers/sandbox';
 import { signStandardWebhook } from '../src/providers/standard-webhooks';
@@ -23,6 +24,7 @@ import { eventStartOptions } from '../src/receiver/start-event';
 import { connectClient } from '../src/temporal/client';
 import { DEV_SQLITE_PRAGMAS, startDevServer } from '../src/temporal/dev-server';
 import { addCosts, type HistoryCost, historyCost, NO_COST, transactions } from '../test/support/history-cost';
+import { counterValue } from '../test/support/receiver';
 import type { handleEvent } from '../workflows';
 import { ReplyState as ReplyStateKey } from '../workflows/search-attributes';
 import { rssMiB, SYSTEM_SECRET, System, type TemporalServerKind } from './chaos/system';
@@ -404,19 +406,20 @@ export class Bench {
   }
 
   /**
-   * The receiver's 503s so far by reason (`replyflow_webhook_unavailable_total`, summed over providers):
-   * a start past WEBHOOK_START_DEADLINE_MS or its wait in the start queue (temporal_slow), Temporal
-   * down or refusing, the store down. Empty when the metrics cannot be read.
+   * The receiver's 503s so far by reason (`replyflow_webhook_unavailable_total` of the sandbox): a start
+   * past WEBHOOK_START_DEADLINE_MS or its wait in the start queue (temporal_slow), Temporal down or
+   * refusing, the store down. All 0 when the metrics cannot be read.
    */
   private async unavailableByReason(): Promise<Map<string, number>> {
     const text = await fetch(`${this.receiver}/metrics`)
       .then((r) => r.text())
       .catch(() => '');
-    const counts = new Map<string, number>();
-    const lines = /^replyflow_webhook_unavailable_total\{[^}]*reason="([^"]+)"[^}]*\} (\S+)$/gm;
-    for (const [, reason, n] of text.matchAll(lines))
-      counts.set(reason!, (counts.get(reason!) ?? 0) + Number(n));
-    return counts;
+    return new Map(
+      UNAVAILABLE_REASONS.map((reason) => [
+        reason,
+        counterValue(text, 'replyflow_webhook_unavailable_total', { provider: 'sandbox', reason }),
+      ]),
+    );
   }
 
   /** Ends `tally` with the 503s by reason since `before` (any delivery's in that time, as the tally's own). */

@@ -23,7 +23,12 @@ export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number];
  * e.g. a missing search attribute); or what verifies the request, the tenant store in PostgreSQL,
  * could not be read (`store_down`). Never "our own worker is busy": it yields (src/temporal/acks-first.ts).
  */
-const UNAVAILABLE_REASONS = ['temporal_slow', 'temporal_down', 'temporal_refused', 'store_down'] as const;
+export const UNAVAILABLE_REASONS = [
+  'temporal_slow',
+  'temporal_down',
+  'temporal_refused',
+  'store_down',
+] as const;
 
 export type UnavailableReason = (typeof UNAVAILABLE_REASONS)[number];
 
