@@ -407,8 +407,8 @@ export class Bench {
 
   /**
    * The receiver's 503s so far by reason (`replyflow_webhook_unavailable_total` of the sandbox): a start
-   * past WEBHOOK_START_DEADLINE_MS or its wait in the start queue (temporal_slow), Temporal down or
-   * refusing, the store down. All 0 when the metrics cannot be read.
+   * past WEBHOOK_START_DEADLINE_MS (temporal_slow), a wait in the start queue past half of it
+   * (temporal_queued), Temporal down or refusing, the store down. All 0 when the metrics cannot be read.
    */
   private async unavailableByReason(): Promise<Map<string, number>> {
     const text = await fetch(`${this.receiver}/metrics`)

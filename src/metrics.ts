@@ -19,12 +19,14 @@ export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number];
 
 /**
  * Why a webhook was answered 503, which the sender retries: Temporal did not confirm the start in
- * time (`temporal_slow`), could not be reached (`temporal_down`) or refused it (`temporal_refused`,
+ * time (`temporal_slow`), the delivery waited half that time for one of the WEBHOOK_START_CONCURRENCY
+ * places at Temporal because the starts ahead of it were slow (`temporal_queued`), could not be reached (`temporal_down`) or refused it (`temporal_refused`,
  * e.g. a missing search attribute); or what verifies the request, the tenant store in PostgreSQL,
  * could not be read (`store_down`). Never "our own worker is busy": it yields (src/temporal/acks-first.ts).
  */
 export const UNAVAILABLE_REASONS = [
   'temporal_slow',
+  'temporal_queued',
   'temporal_down',
   'temporal_refused',
   'store_down',
@@ -111,7 +113,7 @@ export function createReceiverMetrics(startsWaiting?: () => number): ReceiverMet
     }),
     unavailable: new Counter({
       name: 'replyflow_webhook_unavailable_total',
-      help: 'Webhooks answered 503 (the sender retries), by provider and reason: temporal_slow (the start was not confirmed within WEBHOOK_START_DEADLINE_MS), temporal_down, temporal_refused, store_down (the tenant store could not be read)',
+      help: 'Webhooks answered 503 (the sender retries), by provider and reason: temporal_slow (the start was not confirmed within WEBHOOK_START_DEADLINE_MS), temporal_queued (no place among WEBHOOK_START_CONCURRENCY came free within half of it), temporal_down, temporal_refused, store_down (the tenant store could not be read)',
       labelNames: ['provider', 'reason'],
       registers: [registry],
     }),

@@ -16,7 +16,7 @@ import { PROVIDER_SETTINGS } from '../providers';
 import { ProviderUnavailableError, WebhookPayloadError, WebhookVerificationError } from '../providers/errors';
 import type { InboundEvent, RequestContext, WebhookProvider } from '../providers/types';
 import { inServerSpan, setSpanAttributes } from '../tracing';
-import { TemporalDeadlineError, TemporalUnavailableError } from './errors';
+import { StartTurnTimeoutError, TemporalDeadlineError, TemporalUnavailableError } from './errors';
 import { type EventStarter, type StartOutcome, storageProblem } from './start-event';
 
 /** Whether each dependency answered its readiness probe, and what to do about those that did not. */
@@ -341,9 +341,10 @@ function correlationIdOf(req: Request): string {
 }
 
 /** Why a 503 was answered (src/metrics.ts): from the error the start or the store gave. */
-function unavailableReason(err: Error): UnavailableReason {
+export function unavailableReason(err: Error): UnavailableReason {
   if (err instanceof ProviderUnavailableError) return 'store_down';
   const cause = err.cause;
+  if (cause instanceof StartTurnTimeoutError) return 'temporal_queued';
   if (cause instanceof TemporalDeadlineError) return 'temporal_slow';
   // gRPC status codes: 4 DEADLINE_EXCEEDED, 14 UNAVAILABLE.
   if (isGrpcServiceError(cause)) {

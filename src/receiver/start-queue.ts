@@ -5,7 +5,7 @@
 // turned the first few hundred late ones into tens of thousands of 503s while the worker beside them
 // took one task a second (docs/benchmarks.md). Waiting here costs Temporal nothing, and a delivery
 // that waited too long for its turn is answered 503 without having sent anything.
-import { TemporalDeadlineError } from './errors';
+import { StartTurnTimeoutError } from './errors';
 
 interface Waiter {
   admit: () => void;
@@ -19,7 +19,7 @@ export class StartQueue {
   constructor(private readonly limit: number) {}
 
   /**
-   * Runs `start` once fewer than `limit` others run; rejects with TemporalDeadlineError, having run
+   * Runs `start` once fewer than `limit` others run; rejects with StartTurnTimeoutError, having run
    * nothing, when no place freed within `waitMs`.
    */
   async run<T>(waitMs: number, start: () => Promise<T>): Promise<T> {
@@ -47,7 +47,7 @@ export class StartQueue {
       };
       const timer = setTimeout(() => {
         this.queue.splice(this.queue.indexOf(waiter), 1);
-        reject(new TemporalDeadlineError(waitMs));
+        reject(new StartTurnTimeoutError(waitMs));
       }, waitMs);
       this.queue.push(waiter);
     });

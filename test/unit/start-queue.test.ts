@@ -1,7 +1,7 @@
 // The receiver's queue of event starts (src/receiver/start-queue.ts): a few at Temporal at once, the
 // rest in order, and a delivery that waited too long is refused having sent nothing.
 import assert from 'node:assert/strict';
-import { TemporalDeadlineError } from '../../src/receiver/errors';
+import { StartTurnTimeoutError } from '../../src/receiver/errors';
 import { StartQueue } from '../../src/receiver/start-queue';
 
 /** A start the test finishes when it wants, and whether it began. */
@@ -56,7 +56,7 @@ describe('the start queue: a few starts at Temporal at once, the rest wait their
     const busy = heldStart();
     const running = queue.run(10_000, busy.run);
     const late = heldStart();
-    await assert.rejects(queue.run(20, late.run), TemporalDeadlineError);
+    await assert.rejects(queue.run(20, late.run), StartTurnTimeoutError);
     assert.equal(late.began, false, 'nothing was sent for it');
     assert.equal(queue.waiting, 0);
     // The refused waiter left no hole: the next one runs once the place frees.
