@@ -65,8 +65,15 @@ export function revocationAnnouncer(options: {
   }
 
   async function lookOnce(): Promise<void> {
-    for (const { tenant, revokedAt } of await revokedSince(pool, LOOKBACK_MS))
-      await announce(tenant, revokedAt);
+    let failed: unknown;
+    for (const { tenant, revokedAt } of await revokedSince(pool, LOOKBACK_MS)) {
+      // One start Temporal does not confirm in time does not hold up the revocations after it; it
+      // is tried again at the next look.
+      await announce(tenant, revokedAt).catch((err: unknown) => {
+        failed ??= err;
+      });
+    }
+    if (failed) throw failed;
   }
 
   const look = () => {

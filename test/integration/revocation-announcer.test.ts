@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { createTenantCredentialStore, revocationOf } from '../../src/db/tenant-credentials';
+import { createTenantCredentialStore, revocationOf, revokedSince } from '../../src/db/tenant-credentials';
 import { connectClient, payloadCodec, type TemporalClient } from '../../src/temporal/client';
 import { revocationAnnouncer } from '../../src/tenants/revocation-announcer';
 import { tenantRevokedWorkflowId } from '../../workflows/messages';
@@ -75,5 +75,52 @@ describe('revocation announcer: one tenantRevoked per revocation (dev server, Po
     );
     await receiver().look();
     await assert.rejects((await announcement()).describe(), WorkflowNotFoundError);
+  });
+
+  it('announces the revocations after one whose start failed, and that one at the next look', async () => {
+    const { pool } = await database();
+    const store = createTenantCredentialStore(pool, payloadCodec(TEST_ENCRYPTION_KEY));
+    const by = { by: 'test' };
+    const [refused, next] = [0, 1].map(() => `slack:T${randomBytes(6).toString('hex').toUpperCase()}`);
+    for (const tenant of [refused!, next!]) {
+      await store.put(tenant, { source: 'admin', secret: { botToken: 'xoxb-test' } }, by);
+      await store.revoke(tenant, 'app_uninstalled', by);
+    }
+    // The look goes through the revocations in the order they were made: the refused one's start is
+    // the call at its place in that list (earlier tests' revocations come first).
+    const refusedAt = (await revokedSince(pool, 24 * 3_600_000)).length - 2; // the look-back: a day
+    let calls = 0;
+    const announcer = revocationAnnouncer({
+      pool,
+      client: temporal.client,
+      taskQueue: uniqueId('q-'),
+      logger: silentLogger,
+      call: (start) => {
+        if (calls++ === refusedAt) return Promise.reject(new Error('Temporal did not answer in time (test)'));
+        return start();
+      },
+      everyMs: 0,
+    });
+    const handleOf = async (tenant: string) => {
+      const revocation = await revocationOf(pool, tenant);
+      return temporal.client.workflow.getHandle(
+        tenantRevokedWorkflowId(tenant, String(revocation!.revokedAt.getTime())),
+      );
+    };
+
+    await assert.rejects(announcer.look(), /did not answer in time/);
+    assert.equal(
+      (await (await handleOf(next!)).describe()).status.name,
+      'RUNNING',
+      'the next one was announced',
+    );
+    await assert.rejects((await handleOf(refused!)).describe(), WorkflowNotFoundError);
+    await announcer.look();
+    assert.equal(
+      (await (await handleOf(refused!)).describe()).status.name,
+      'RUNNING',
+      'announced at the next look',
+    );
+    for (const tenant of [refused!, next!]) await (await handleOf(tenant)).terminate('done');
   });
 });

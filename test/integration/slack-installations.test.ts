@@ -10,7 +10,7 @@ import type { Config } from '../../src/config';
 import { SLACK_EVENTS_ACTOR, SLACK_OAUTH_ACTOR } from '../../src/receiver/slack-install';
 import { ANNOUNCE_EVERY_MS } from '../../src/tenants/revocation-announcer';
 import { signInstallState } from '../../src/tenants/slack-oauth';
-import { statusQuery, tenantRevokedSignal } from '../../workflows/messages';
+import { statusQuery, tenantRevokedSignal, tenantRevokedWorkflowId } from '../../workflows/messages';
 import { REVOCATION_ACTION, REVOCATION_ACTOR } from '../../workflows/operator-desk';
 import type { EventResult } from '../../workflows/run-view';
 import { adminEnv, cli } from '../cli/harness';
@@ -403,8 +403,28 @@ describe('Slack installations: many workspaces through the OAuth flow (receiver,
       env: await adminEnv(),
     });
     assert.equal(removed.code, 0, removed.stderr);
-    // No Slack notice: a receiver finds the revocation in the store at its next look.
-    const ended = await waitForState(held.handle, 'discarded', ANNOUNCE_EVERY_MS + 20_000);
+    // No Slack notice: a receiver finds the revocation in the store at its next look, and announces
+    // it on its own task queue, where this worker runs it (two steps, so that a failure says which).
+    const revokedAt = (await tenantRow(team))?.revoked_at;
+    assert.ok(revokedAt, 'the removal revoked the installation');
+    const announcement = system!.temporal.client.workflow.getHandle(
+      tenantRevokedWorkflowId(`slack:${team}`, String(revokedAt.getTime())),
+    );
+    const warnings = () =>
+      log
+        .raw()
+        .match(/.*could not announce.*/g)
+        ?.join(' | ') ?? 'none';
+    const announced = await eventually(
+      'a receiver announces the revocation',
+      () => announcement.describe().catch(() => undefined),
+      {
+        timeoutMs: ANNOUNCE_EVERY_MS + 20_000,
+        describe: () => `not started; the receiver warned: ${warnings()}`,
+      },
+    );
+    assert.equal(announced.taskQueue, config.TEMPORAL_TASK_QUEUE, 'announced by this receiver');
+    const ended = await waitForState(held.handle, 'discarded');
     assert.equal(((await held.handle.result()) as EventResult).state, 'discarded');
     assert.match(
       ended.operatorHistory.at(-1)?.reason ?? '',
