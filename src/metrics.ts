@@ -20,9 +20,9 @@ export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number];
 /**
  * Why a webhook was answered 503, which the sender retries: Temporal did not confirm the start in
  * time (`temporal_slow`), the delivery waited half that time for one of the WEBHOOK_START_CONCURRENCY
- * places at Temporal because the starts ahead of it were slow (`temporal_queued`), could not be reached (`temporal_down`) or refused it (`temporal_refused`,
- * e.g. a missing search attribute); or what verifies the request, the tenant store in PostgreSQL,
- * could not be read (`store_down`). Never "our own worker is busy": it yields (src/temporal/acks-first.ts).
+ * places at Temporal because the starts ahead of it were slow (`temporal_queued`), Temporal could not
+ * be reached (`temporal_down`) or refused it (`temporal_refused`, e.g. a missing search attribute); or
+ * what verifies the request, the tenant store in PostgreSQL, could not be read (`store_down`). Never "our own worker is busy": it yields (src/temporal/acks-first.ts).
  */
 export const UNAVAILABLE_REASONS = [
   'temporal_slow',

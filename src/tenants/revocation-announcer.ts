@@ -19,7 +19,7 @@ export const ANNOUNCE_EVERY_MS = 10_000;
  * Temporal's retention a closed announcement is not repeated; past it, one would be (harmless: each
  * run reads the revocation itself).
  */
-const LOOKBACK_MS = 24 * 3_600_000;
+export const LOOKBACK_MS = 24 * 3_600_000;
 
 interface RevocationAnnouncer {
   /** Starts the revocation's announcement, unless it has been started already. */

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { createTenantCredentialStore, revocationOf, revokedSince } from '../../src/db/tenant-credentials';
 import { connectClient, payloadCodec, type TemporalClient } from '../../src/temporal/client';
-import { revocationAnnouncer } from '../../src/tenants/revocation-announcer';
+import { LOOKBACK_MS, revocationAnnouncer } from '../../src/tenants/revocation-announcer';
 import { tenantRevokedWorkflowId } from '../../workflows/messages';
 import { database, devServer, TEST_ENCRYPTION_KEY } from '../support/servers';
 import { silentLogger, uniqueId } from '../support/system';
@@ -88,7 +88,7 @@ describe('revocation announcer: one tenantRevoked per revocation (dev server, Po
     }
     // The look goes through the revocations in the order they were made: the refused one's start is
     // the call at its place in that list (earlier tests' revocations come first).
-    const refusedAt = (await revokedSince(pool, 24 * 3_600_000)).length - 2; // the look-back: a day
+    const refusedAt = (await revokedSince(pool, LOOKBACK_MS)).length - 2;
     let calls = 0;
     const announcer = revocationAnnouncer({
       pool,
