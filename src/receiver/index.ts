@@ -203,7 +203,15 @@ export async function startReceiver(options: {
   const server = http.createServer(serverLimits(config), app);
   server.maxConnections = config.RECEIVER_MAX_CONNECTIONS;
   server.on('drop', () => metrics.droppedConnections.inc());
-  await listenOn(server, config.HOST, port);
+  try {
+    await listenOn(server, config.HOST, port);
+  } catch (err) {
+    // A port in use: nothing of this receiver may outlive its failed start in a process that goes on
+    // (the announcer's interval, the lazy connection and the operators' clients).
+    revocations.stop();
+    await Promise.all([calls.close(), operators.close()]);
+    throw err;
+  }
   const address = server.address() as AddressInfo;
   selfUrl = `http://${reachableHost(address)}:${address.port}`;
   return {
