@@ -175,7 +175,7 @@ export function temporalEventStarter(options: {
       try {
         // A delivery that waited half its deadline for its turn is answered 503 without a call: the
         // other half is for the start itself.
-        return await queue.run(deadlineMs / 2, () => startOnce(event, began));
+        return await queue.run(deadlineMs / 2, () => startOnce(event, began), fairnessKeyOf(event));
       } catch (err) {
         if (!(err instanceof TemporalDeadlineError)) throw err;
         throw new TemporalUnavailableError('Temporal is not confirming starts in time (waited for a turn)', {

@@ -1,5 +1,6 @@
 // The receiver's queue of event starts (src/receiver/start-queue.ts): a few at Temporal at once, the
-// rest in order, and a delivery that waited too long is refused having sent nothing.
+// rest in order (a conversation holding none first), and a delivery that waited too long is refused
+// having sent nothing.
 import assert from 'node:assert/strict';
 import { StartTurnTimeoutError } from '../../src/receiver/errors';
 import { StartQueue } from '../../src/receiver/start-queue';
@@ -49,6 +50,33 @@ describe('the start queue: a few starts at Temporal at once, the rest wait their
     );
     for (const s of again) s.finish();
     await Promise.all(more);
+  });
+
+  it('gives a freed place to a conversation holding none before the rest of a burst in another', async () => {
+    const queue = new StartQueue(2);
+    const burst = [heldStart(), heldStart(), heldStart(), heldStart()];
+    const runs = burst.map((s) => queue.run(10_000, s.run, 'T1:C-burst'));
+    const quiet = heldStart();
+    runs.push(queue.run(10_000, quiet.run, 'T2:C-quiet'));
+    await Promise.resolve();
+    assert.equal(queue.waiting, 3);
+    burst[0]!.finish();
+    await runs[0];
+    assert.equal(quiet.began, true, 'the other conversation went before the burst waiting ahead of it');
+    assert.deepEqual(
+      burst.map((s) => s.began),
+      [true, true, false, false],
+    );
+    quiet.finish();
+    await runs[4];
+    assert.deepEqual(
+      burst.map((s) => s.began),
+      [true, true, true, false],
+      'then the burst again, in the order it came',
+    );
+    for (const s of burst) s.finish();
+    await Promise.all(runs);
+    assert.equal(queue.waiting, 0);
   });
 
   it('refuses a delivery whose turn did not come in time, without running its start', async () => {
