@@ -26,7 +26,7 @@ import {
 import { database, devServer } from '../support/servers';
 import { signSlackRequest } from '../support/signers';
 import { testConfig, uniqueId } from '../support/system';
-import { auditRows, effectRows, waitForState } from '../support/workflows';
+import { auditRows, effectRows, resultWithin, waitForState } from '../support/workflows';
 
 const SIGNING_SECRET = 'slack-installations-test-signing-secret';
 
@@ -108,10 +108,13 @@ describe('Slack installations: many workspaces through the OAuth flow (receiver,
 
   /** The whole flow, following every redirect as a browser does; the receiver's last page. */
   async function install(team: string): Promise<{ status: number; page: string }> {
-    const start = await fetch(`${system!.receiver.url}/slack/install`, { redirect: 'manual' });
+    const start = await fetch(`${system!.receiver.url}/slack/install`, {
+      redirect: 'manual',
+      signal: AbortSignal.timeout(30_000),
+    });
     const authorize = new URL(start.headers.get('location')!);
     authorize.searchParams.set('team', team);
-    const done = await fetch(authorize);
+    const done = await fetch(authorize, { signal: AbortSignal.timeout(30_000) });
     return { status: done.status, page: await done.text() };
   }
 
@@ -156,6 +159,7 @@ describe('Slack installations: many workspaces through the OAuth flow (receiver,
       method: 'POST',
       headers: signSlackRequest(SIGNING_SECRET, body),
       body,
+      signal: AbortSignal.timeout(30_000),
     });
     const answer = (await response.json()) as { workflowId: string };
     assert.equal(response.status, status, JSON.stringify(answer));
@@ -309,7 +313,8 @@ describe('Slack installations: many workspaces through the OAuth flow (receiver,
     });
     slack.uninstall(gone);
     const notice = await deliver(gone, { type: 'app_uninstalled' });
-    assert.equal(((await notice.result()) as EventResult).state, 'succeeded', 'acknowledged and done');
+    const noticed = await resultWithin<EventResult>(notice, 'the app_uninstalled notice');
+    assert.equal(noticed.state, 'succeeded', 'acknowledged and done');
     const row = await tenantRow(gone);
     assert.ok(row?.revoked_at, 'revoked');
     assert.equal(row?.secret, null, 'the token is erased');
@@ -332,18 +337,24 @@ describe('Slack installations: many workspaces through the OAuth flow (receiver,
     assert.equal(slack.messages.filter((m) => [pending.channel, next.channel].includes(m.channel)).length, 0);
 
     const other = await mention(stays);
-    assert.equal(((await other.handle.result()) as EventResult).state, 'succeeded');
+    assert.equal(
+      (await resultWithin<EventResult>(other.handle, "the other team's mention")).state,
+      'succeeded',
+    );
     assertOneReplyWith(other.channel, slack.tokensOf(stays)[0]);
 
     // Slack may say it twice: the second notice changes nothing.
-    await (await deliver(gone, { type: 'app_uninstalled' })).result();
+    await resultWithin(await deliver(gone, { type: 'app_uninstalled' }), 'the second app_uninstalled notice');
     assert.equal((await tenantRow(gone))?.version, row?.version);
 
     assert.equal((await install(gone)).status, 200);
     const reinstalled = await tenantRow(gone);
     assert.equal(reinstalled?.revoked_at, null, 'the reinstall lifts the revocation');
     const again = await mention(gone);
-    assert.equal(((await again.handle.result()) as EventResult).state, 'succeeded');
+    assert.equal(
+      (await resultWithin<EventResult>(again.handle, 'the mention after the reinstall')).state,
+      'succeeded',
+    );
     const newToken = slack.tokensOf(gone).at(-1);
     assert.notEqual(newToken, oldToken);
     assertOneReplyWith(again.channel, newToken);

@@ -32,6 +32,42 @@ export function waitForState(
   });
 }
 
+/**
+ * The workflow's result, within `timeoutMs`: past it, an error that names the step (`what`) and the
+ * state the run's status query reports, instead of a test that waits out mocha's timeout saying
+ * nothing about where it stood.
+ */
+export async function resultWithin<T = unknown>(
+  handle: WorkflowHandle,
+  what: string,
+  timeoutMs = 30_000,
+): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      handle.query(statusQuery).then(
+        (view) =>
+          reject(
+            new Error(
+              `${what}: ${handle.workflowId} has no result after ${timeoutMs} ms (state ${view.state})`,
+            ),
+          ),
+        (err: Error) =>
+          reject(
+            new Error(
+              `${what}: ${handle.workflowId} has no result after ${timeoutMs} ms (its status: ${err.message})`,
+            ),
+          ),
+      );
+    }, timeoutMs);
+  });
+  try {
+    return (await Promise.race([handle.result(), late])) as T;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export async function effectRows(businessKeyPrefix: string) {
   const { pool } = await database();
   const { rows } = await pool.query(
