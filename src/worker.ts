@@ -154,13 +154,16 @@ export function eagerWorkerSizes(config: Config): { workflowTaskSlots: number; c
 /**
  * The gate of a receiver and a worker in one process (src/temporal/acks-first.ts): a start slower
  * than a sixth of WEBHOOK_START_DEADLINE_MS (250 ms by default; against a distant Temporal, three
- * times its fastest starts, up to half the deadline) makes the worker take new tasks more slowly,
- * well before a start could miss the deadline and be answered 503.
+ * times its fastest starts, up to half the deadline), or a quarter of WEBHOOK_START_CONCURRENCY starts
+ * in flight at once (8 of 32: a fast offer builds up starts in flight before any one is slow, and a
+ * start waiting for a place is a 503 in waiting), makes the worker take new tasks more slowly, well
+ * before a start could miss the deadline and be answered 503.
  */
 export function acksFirstGate(config: Config): AcksFirst {
   return new AcksFirst({
     slowStartMs: config.WEBHOOK_START_DEADLINE_MS / 6,
     maxSlowStartMs: config.WEBHOOK_START_DEADLINE_MS / 2,
+    busyStarts: Math.max(2, config.WEBHOOK_START_CONCURRENCY / 4),
     workflowSlots: eagerWorkerSizes(config).workflowTaskSlots,
     activitySlots: config.WORKER_ACTIVITY_SLOTS,
   });

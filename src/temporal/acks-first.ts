@@ -25,6 +25,13 @@ interface AcksFirstOptions {
    */
   slowStartMs: number;
   maxSlowStartMs?: number;
+  /**
+   * Deliveries being started at once (waiting for a place or at Temporal) that count as pressure
+   * however fast each is: by Little's law, starts in flight are the rate times the latency, so a
+   * fast offer is noticed at a lower latency than a slow one, before the places run out and
+   * deliveries queue for them (a 503 past half the deadline). Unset: latency alone.
+   */
+  busyStarts?: number;
   /** Workflow tasks at once, at most (as maxConcurrentWorkflowTaskExecutions). */
   workflowSlots: number;
   /** Activity tasks at once, at most; local activities get as many (inside tasks already taken). */
@@ -88,6 +95,7 @@ const EAGER_ASK_MS = 2_000;
 export class AcksFirst {
   private readonly minSlowStartMs: number;
   private readonly maxSlowStartMs: number;
+  private readonly busyStarts: number;
   /** The fastest start of this and of the previous window of FASTEST_WINDOW_MS. */
   private fastest = { current: Number.POSITIVE_INFINITY, previous: Number.POSITIVE_INFINITY, since: 0 };
   private readonly minPerSecond: number;
@@ -128,6 +136,7 @@ export class AcksFirst {
   constructor(options: AcksFirstOptions) {
     this.minSlowStartMs = options.slowStartMs;
     this.maxSlowStartMs = Math.max(options.slowStartMs, options.maxSlowStartMs ?? options.slowStartMs);
+    this.busyStarts = options.busyStarts ?? Number.POSITIVE_INFINITY;
     this.minPerSecond = options.minPerSecond ?? MIN_PER_SECOND;
     this.slots = { workflow: options.workflowSlots, activity: options.activitySlots };
     const quietSlots = Math.min(QUIET_SLOTS, Math.floor(options.workflowSlots / 4));
@@ -216,9 +225,12 @@ export class AcksFirst {
     return Math.min(this.maxSlowStartMs, Math.max(this.minSlowStartMs, 3 * fastest));
   }
 
-  /** Whether starts are slow right now: one finished slow lately, or one in flight is already late. */
+  /**
+   * Whether starts are under pressure right now: one finished slow lately, one in flight is already
+   * late, or as many are in flight as `busyStarts`.
+   */
   get underPressure(): boolean {
-    if (this.slowSeen) return true;
+    if (this.slowSeen || this.inFlight.size >= this.busyStarts) return true;
     const now = this.now();
     for (const start of this.inFlight) if (now - start.began > this.slowStartMs) return true;
     return false;

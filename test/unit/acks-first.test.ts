@@ -12,7 +12,14 @@ const ctx = {
   isSticky: false,
 } as SlotReserveContext;
 
-function gate(options: { workflowSlots?: number; minPerSecond?: number; maxSlowStartMs?: number } = {}) {
+function gate(
+  options: {
+    workflowSlots?: number;
+    minPerSecond?: number;
+    maxSlowStartMs?: number;
+    busyStarts?: number;
+  } = {},
+) {
   let now = 0;
   const acks = new AcksFirst({
     slowStartMs: 250,
@@ -20,6 +27,7 @@ function gate(options: { workflowSlots?: number; minPerSecond?: number; maxSlowS
     activitySlots: 100,
     minPerSecond: options.minPerSecond ?? 5,
     maxSlowStartMs: options.maxSlowStartMs ?? 250,
+    ...(options.busyStarts !== undefined && { busyStarts: options.busyStarts }),
     manual: true,
     now: () => now,
   });
@@ -82,6 +90,26 @@ describe('acks first: the worker yields to slow starts', () => {
     assert.equal(acks.underPressure, true);
     assert.equal(workflow.tryReserveSlot(ctx), null);
     settled();
+  });
+
+  it('counts as many starts in flight as busyStarts as pressure, however fast each is, and one fewer not', () => {
+    const { acks, workflow, tick } = gate({ busyStarts: 3 });
+    const first = acks.startBegan();
+    const second = acks.startBegan();
+    tick(10);
+    assert.equal(acks.underPressure, false);
+    const third = acks.startBegan();
+    assert.equal(acks.underPressure, true);
+    assert.equal(workflow.tryReserveSlot(ctx), null);
+    acks.adjust();
+    assert.equal(acks.perSecond, 1000);
+    // Each settles fast (20 ms): under the count again, no start slow, so eager slots again.
+    tick(10);
+    third();
+    assert.equal(acks.underPressure, false);
+    assert.notEqual(workflow.tryReserveSlot(ctx), null);
+    first();
+    second();
   });
 
   it('grants waiting reservations at its minimum rate under pressure, and faster once starts are fast again', async () => {
