@@ -28,6 +28,7 @@ import { counterValue } from '../test/support/receiver';
 import type { handleEvent } from '../workflows';
 import { ReplyState as ReplyStateKey } from '../workflows/search-attributes';
 import { rssMiB, SYSTEM_SECRET, System, type TemporalServerKind } from './chaos/system';
+import { lostTasks, phasesOf, showPhases } from './phases';
 
 interface Options {
   /** Raw starts per round of the limit. */
@@ -197,6 +198,11 @@ function message(
 /** A sandbox event as the receiver would start it, for raw starts that bypass the receiver. */
 function rawEvent(): InboundEvent {
   const { eventId, body } = message(`raw${randomUUID().slice(0, 12)}`);
+  return sandboxEvent(eventId, body);
+}
+
+/** The event the receiver makes of a sandbox delivery (its workflow id, among others). */
+function sandboxEvent(eventId: string, body: string): InboundEvent {
   const parsed = sandboxProvider(SYSTEM_SECRET).parse({
     rawBody: Buffer.from(body),
     headers: signStandardWebhook(SYSTEM_SECRET, eventId, body),
@@ -481,16 +487,18 @@ export class Bench {
     ackedAt: (result: T) => number,
   ): Promise<{
     result: T;
-    waits: { conversationId: string; sent: number; ms: number }[];
+    waits: { conversationId: string; workflowId: string; sent: number; ms: number }[];
     duringAcks: (w: { sent: number }) => boolean;
   }> {
     const sentAt = new Map<string, number>();
+    const workflowIds = new Map<string, string>();
     let running = true;
     const others = (async () => {
       while (running) {
         const conversationId = `f${randomUUID().slice(0, 12)}`;
         const { eventId, body } = message(conversationId);
         sentAt.set(conversationId, Date.now());
+        workflowIds.set(conversationId, sandboxEvent(eventId, body).workflowId);
         const next = Date.now() + 1000;
         await this.deliver(eventId, body);
         await sleep(Math.max(0, next - Date.now()));
@@ -503,6 +511,7 @@ export class Bench {
     const replies = await this.waitForReplies([...sentAt.keys()]);
     const waits = [...replies].map(([conversationId, at]) => ({
       conversationId,
+      workflowId: workflowIds.get(conversationId)!,
       sent: sentAt.get(conversationId)!,
       ms: at - sentAt.get(conversationId)!,
     }));
@@ -974,6 +983,14 @@ async function measure(
         `${part(waits)}; sent while the burst was acked: ${part(waits.filter(duringAcks))}`,
         '',
       ]);
+      // Where each late one's wait went (bench/phases.ts), printed as they are found.
+      const began = Math.min(...waits.map((w) => w.sent));
+      for (const w of waits.filter((late) => late.ms > bound).sort((a, b) => a.sent - b.sent)) {
+        console.log(
+          `  over the bound: sent ${fixed((w.sent - began) / 1000)} s into the burst, waited ${fixed(w.ms / 1000, 1)} s: ${showPhases(await phasesOf(system, w.workflowId, w))} (${w.workflowId})`,
+        );
+        for (const lost of await lostTasks(system, w.workflowId)) console.log(`    lost: ${lost}`);
+      }
     }
     if (opts.wide > 0) {
       console.log(`[${server}] a burst of ${opts.wide} events over ${opts.wideConversations} conversations…`);
