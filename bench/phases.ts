@@ -121,7 +121,7 @@ export const showPhases = (p: Phases) =>
  * (an eager first task comes with the start, no queue), how long after it was scheduled it started,
  * and how it ended: what tells a lost eager start from a sticky task behind a full cache.
  */
-export async function lostTasks(system: System, workflowId: string): Promise<string[]> {
+async function lostTasks(system: System, workflowId: string): Promise<string[]> {
   const history = await system.client.client.workflow.getHandle(workflowId).fetchHistory();
   const events = history.events ?? [];
   const byId = new Map(events.map((e) => [Number(e.eventId), e]));
@@ -147,4 +147,25 @@ export async function lostTasks(system: System, workflowId: string): Promise<str
     );
   }
   return lost;
+}
+
+/**
+ * Prints where each wait over `bound` went, in the order sent: when it was sent (s after `began`), how
+ * long it waited, its phases and its lost tasks. bench:system and bench:tenants print their late first
+ * replies with it.
+ */
+export async function printLate(
+  system: System,
+  waits: { workflowId: string; sent: number; ms: number }[],
+  bound: number,
+  began: number,
+): Promise<void> {
+  const late = waits.filter((w) => w.ms > bound).sort((a, b) => a.sent - b.sent);
+  if (late.length > 0) console.log('over the bound: sent at (s after the burst began) → waited, where (s)');
+  for (const w of late) {
+    console.log(
+      `  ${((w.sent - began) / 1000).toFixed(0)} s → ${(w.ms / 1000).toFixed(1)} s: ${showPhases(await phasesOf(system, w.workflowId, w))} (${w.workflowId})`,
+    );
+    for (const lost of await lostTasks(system, w.workflowId)) console.log(`    lost: ${lost}`);
+  }
 }

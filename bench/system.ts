@@ -28,7 +28,7 @@ import { counterValue } from '../test/support/receiver';
 import type { handleEvent } from '../workflows';
 import { ReplyState as ReplyStateKey } from '../workflows/search-attributes';
 import { rssMiB, SYSTEM_SECRET, System, type TemporalServerKind } from './chaos/system';
-import { lostTasks, phasesOf, showPhases } from './phases';
+import { printLate } from './phases';
 
 interface Options {
   /** Raw starts per round of the limit. */
@@ -132,13 +132,17 @@ function options(): Options {
     console.error('--server must be dev-server, or cluster (measured beside the dev server in the same run)');
     process.exit(2);
   }
+  if (!(Number(values['raw-rounds']) >= 1 && Number.isInteger(Number(values['raw-rounds'])))) {
+    console.error('--raw-rounds must be a whole number, 1 or more (the limit is the median of the rounds)');
+    process.exit(2);
+  }
   if (values.store !== 'file' && values.store !== 'memory') {
     console.error('--store must be file (SQLite, as npm start runs it) or memory');
     process.exit(2);
   }
   return {
     raw: Number(values.raw),
-    rawRounds: Math.max(1, Number(values['raw-rounds'])),
+    rawRounds: Number(values['raw-rounds']),
     concurrency: Number(values.concurrency),
     unloaded: Number(values.unloaded),
     burst: Number(values.burst),
@@ -983,14 +987,8 @@ async function measure(
         `${part(waits)}; sent while the burst was acked: ${part(waits.filter(duringAcks))}`,
         '',
       ]);
-      // Where each late one's wait went (bench/phases.ts), printed as they are found.
-      const began = Math.min(...waits.map((w) => w.sent));
-      for (const w of waits.filter((late) => late.ms > bound).sort((a, b) => a.sent - b.sent)) {
-        console.log(
-          `  over the bound: sent ${fixed((w.sent - began) / 1000)} s into the burst, waited ${fixed(w.ms / 1000, 1)} s: ${showPhases(await phasesOf(system, w.workflowId, w))} (${w.workflowId})`,
-        );
-        for (const lost of await lostTasks(system, w.workflowId)) console.log(`    lost: ${lost}`);
-      }
+      // Where each late one's wait went (bench/phases.ts); the quiet conversations begin with the burst.
+      await printLate(system, waits, bound, Math.min(...waits.map((w) => w.sent)));
     }
     if (opts.wide > 0) {
       console.log(`[${server}] a burst of ${opts.wide} events over ${opts.wideConversations} conversations…`);

@@ -16,7 +16,7 @@ import { parseArgs } from 'node:util';
 import { FakeSlack } from '../test/support/fakes/slack';
 import { signSlackRequest } from '../test/support/signers';
 import { System } from './chaos/system';
-import { lostTasks, phasesOf, showPhases } from './phases';
+import { printLate } from './phases';
 import { envOption, percentile } from './system';
 
 const SIGNING_SECRET = randomBytes(16).toString('hex');
@@ -253,14 +253,7 @@ async function main(): Promise<void> {
     console.log(
       `tokens: ${wrongToken} posts with another team's token; team B channels answered twice: ${twice}`,
     );
-    const slow = waits.filter((w) => w.ms > bound);
-    if (slow.length > 0) console.log('over the bound: sent at (s after the burst began) → waited, where (s)');
-    for (const w of slow) {
-      console.log(
-        `  ${((w.sent - began) / 1000).toFixed(0)} s → ${(w.ms / 1000).toFixed(1)} s: ${showPhases(await phasesOf(system, w.workflowId, w))} (${w.workflowId})`,
-      );
-      for (const lost of await lostTasks(system, w.workflowId)) console.log(`    lost: ${lost}`);
-    }
+    await printLate(system, waits, bound, began);
   } finally {
     await system.stop();
     system.remove();
