@@ -22,7 +22,7 @@ type SlackToken =
 interface SlackTokenDeps {
   /** SLACK_BOT_TOKEN. */
   fallbackToken?: string;
-  /** Installations, read fresh for every call. */
+  /** Installations, read anew (`latest`) for every call. */
   tenants?: Pick<TenantDirectory, 'credential' | 'forget'>;
   /** Stores a refreshed token over the version it replaces (tenant_credentials' `replaceSecret`). */
   replaceSecret?: (
@@ -47,18 +47,13 @@ export function slackTokens(deps: SlackTokenDeps) {
   const refreshing = new Map<string, Promise<SlackToken>>();
 
   /**
-   * The installation as stored now: `fresh`, so past the directory's 10 s cache (a read at most
-   * FRESH_MIN_MS old answers): a revocation recorded by any receiver must stop the next attempt, not
-   * one up to the cache's lifetime later.
+   * The installation as stored now (`latest`: past the directory's cache, and not a read begun before
+   * this call): a revocation recorded by any receiver must stop the next attempt, and a reinstall must
+   * answer the next event, even one that arrives a moment after a read of the revoked installation.
    */
-  async function stored(
-    tenant: string,
-    options: { changed?: boolean } = {},
-  ): Promise<Credential | undefined> {
-    // After a change (ours, or one a refused refresh points at) even the last quarter second's read is old.
-    if (options.changed) deps.tenants?.forget(tenant);
+  async function stored(tenant: string): Promise<Credential | undefined> {
     try {
-      return await deps.tenants?.credential(tenant, { fresh: true });
+      return await deps.tenants?.credential(tenant, { latest: true });
     } catch (err) {
       if (err instanceof TenantSecretError)
         throw new TargetError('permanent', `slack: the installation of ${tenant} does not open`, {
@@ -133,7 +128,7 @@ export function slackTokens(deps: SlackTokenDeps) {
           `slack: could not refresh the bot token of ${tenant}: nothing was sent`,
         );
       // Another process may have refreshed with the same refresh token first: its token is stored.
-      const latest = await stored(tenant, { changed: true });
+      const latest = await stored(tenant);
       if (latest && latest.record.version !== credential.record.version && !expiresSoon(latest))
         return usable(tenant, latest);
       throw new TargetError(
@@ -151,7 +146,7 @@ export function slackTokens(deps: SlackTokenDeps) {
     deps.tenants?.forget(tenant);
     if (replaced) return usable(tenant, { ...credential, secret });
     // Changed meanwhile (refreshed elsewhere, reinstalled, revoked): what is stored now counts.
-    const latest = await stored(tenant, { changed: true });
+    const latest = await stored(tenant);
     if (!latest)
       throw new TargetError('permanent', `slack: ${tenant} is no longer installed`, {
         fix: INSTALL_FIX(tenant),

@@ -201,6 +201,28 @@ github: []
       await directory.credential(`line:${B}`, { fresh: true });
       assert.equal(store.reads, 2);
     });
+
+    it('reads again when asked latest, even right after a read: a reinstall committed since counts', async () => {
+      const now = 0;
+      const store = fakeStore();
+      store.rows.set(`slack:${B}`, stored(`slack:${B}`));
+      const directory = createTenantDirectory(store, { now: () => now });
+      assert.equal((await directory.credential(`slack:${B}`, { latest: true }))?.secret, undefined);
+      store.rows.set(`slack:${B}`, stored(`slack:${B}`, { botToken: 'xoxb-reinstalled' }));
+      assert.equal(
+        (await directory.credential(`slack:${B}`, { fresh: true }))?.secret,
+        undefined,
+        'fresh is answered by the read a moment ago',
+      );
+      const latest = await directory.credential(`slack:${B}`, { latest: true });
+      assert.equal(latest?.secret?.botToken, 'xoxb-reinstalled');
+      assert.equal(store.reads, 2);
+      assert.equal(
+        (await directory.credential(`slack:${B}`))?.secret?.botToken,
+        'xoxb-reinstalled',
+        'and cached',
+      );
+    });
   });
 
   describe('LINE provider, channels by destination', () => {
