@@ -59,6 +59,8 @@ interface EagerAsk {
 
 /** How often the rate is adjusted; starts are judged over the same interval. */
 const ADJUST_MS = 100;
+/** The weight of the last interval in the rate of tasks taken (a moving average over about half a second). */
+const TAKEN_WEIGHT = 0.3;
 /** Above this the rate is no limit at all: the worker runs as it would without the gate. */
 const UNLIMITED_PER_SECOND = 2000;
 /**
@@ -108,6 +110,11 @@ export class AcksFirst {
   private readonly now: () => number;
   /** New tasks a second the worker may take now. */
   private rate = UNLIMITED_PER_SECOND;
+  /** Tasks taken since the last adjustment, and when that was. */
+  private taken = 0;
+  private adjustedAt: number;
+  /** Tasks a second the worker has actually been taking (a moving average). */
+  private takenPerSecond = 0;
   private tokens = 1;
   private refilledAt: number;
   /** Starts in flight, by when each began. */
@@ -143,6 +150,7 @@ export class AcksFirst {
     this.sharedWorkflowSlots = options.workflowSlots - quietSlots;
     this.now = options.now ?? (() => performance.now());
     this.refilledAt = this.now();
+    this.adjustedAt = this.refilledAt;
     this.fastest.since = this.refilledAt;
     this.quietRefilledAt = this.refilledAt;
     if (!options.manual) {
@@ -242,12 +250,23 @@ export class AcksFirst {
   }
 
   /**
-   * Halves the rate under pressure (never below the minimum); otherwise raises it by a quarter: the
-   * worker probes its way back up while starts stay fast (from the minimum to no limit in ~2.5 s).
+   * Under pressure, halves what the worker has actually been taking (or the rate, if lower), never
+   * below the minimum: halving the rate alone took half a second to reach a worker taking a hundred
+   * tasks a second from no limit, half a second in which starts kept slowing. Otherwise raises the
+   * rate by a quarter: the worker probes its way back up while starts stay fast (from the minimum to
+   * no limit in ~2.5 s).
    */
   adjust(): void {
+    const now = this.now();
+    const elapsed = now - this.adjustedAt;
+    if (elapsed > 0) {
+      const lately = (this.taken * 1000) / elapsed;
+      this.takenPerSecond = TAKEN_WEIGHT * lately + (1 - TAKEN_WEIGHT) * this.takenPerSecond;
+      this.taken = 0;
+      this.adjustedAt = now;
+    }
     const pressure = this.underPressure;
-    if (pressure) this.rate = Math.max(this.minPerSecond, this.rate / 2);
+    if (pressure) this.rate = Math.max(this.minPerSecond, Math.min(this.rate, this.takenPerSecond) / 2);
     else this.rate = Math.min(UNLIMITED_PER_SECOND, this.rate * 1.25 + 1);
     this.slowSeen = false;
     this.pump();
@@ -318,6 +337,7 @@ export class AcksFirst {
         if (quiet && this.used.workflow < this.slots.workflow) {
           this.used.workflow += 1;
           this.quietUsed += 1;
+          this.taken += 1;
           return QUIET_PERMIT;
         }
         return null;
@@ -344,6 +364,7 @@ export class AcksFirst {
     if (this.tokens < 1) return false;
     this.tokens -= 1;
     this.used[kind] += 1;
+    this.taken += 1;
     return true;
   }
 

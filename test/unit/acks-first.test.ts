@@ -81,6 +81,22 @@ describe('acks first: the worker yields to slow starts', () => {
     assert.equal(rates.at(-1), 5);
   });
 
+  it('at the first sign of pressure halves what the worker was taking, not the rate it was allowed', () => {
+    const { workflow, acks, pass } = gate({ workflowSlots: 1000 });
+    // A second of fast starts with the worker taking ten eager tasks each tenth of a second: 100/s.
+    for (let i = 0; i < 10; i++) {
+      for (let t = 0; t < 10; t++) workflow.releaseSlot({ permit: workflow.tryReserveSlot(ctx)! });
+      pass(100);
+    }
+    assert.ok(acks.perSecond >= 1000, `no limit while starts are fast (${acks.perSecond})`);
+    const hung = acks.startBegan();
+    pass(300);
+    // One tick later the rate is about half of 100/s, where halving the allowed rate would still be 1000.
+    const rate = acks.perSecond;
+    assert.ok(rate > 5 && rate <= 50, `rate ${rate} after one tick of pressure`);
+    hung();
+  });
+
   it('counts a start still in flight past the threshold as pressure', () => {
     const { acks, workflow, tick } = gate();
     const settled = acks.startBegan();
@@ -102,7 +118,7 @@ describe('acks first: the worker yields to slow starts', () => {
     assert.equal(acks.underPressure, true);
     assert.equal(workflow.tryReserveSlot(ctx), null);
     acks.adjust();
-    assert.equal(acks.perSecond, 1000);
+    assert.equal(acks.perSecond, 5, 'a worker that took nothing lately goes to its minimum');
     // Each settles fast (20 ms): under the count again, no start slow, so eager slots again.
     tick(10);
     third();
