@@ -271,6 +271,17 @@ async function inLanes<T>(items: T[], limit: number, fn: (item: T) => Promise<vo
 /** The width of one line of a phase's timeline. */
 const TIMELINE_MS = 5_000;
 
+/** How many of `msSinceStart` fall in each TIMELINE_MS window from 0. */
+function perWindow(msSinceStart: number[]): number[] {
+  const counts: number[] = [];
+  for (const ms of msSinceStart) {
+    const at = Math.max(0, Math.floor(ms / TIMELINE_MS));
+    for (let i = counts.length; i <= at; i++) counts.push(0);
+    counts[at]! += 1;
+  }
+  return counts;
+}
+
 /** Every answer senders got in one phase: statuses (each 503 retried, as providers retry) and latencies. */
 class AckTally {
   readonly latencies: number[] = [];
@@ -743,8 +754,16 @@ export class Bench {
     perSecond: number,
     seconds: number,
     conversations: number,
-  ): Promise<{ p50: number; p99: number; completedPerSecond: number }> {
+  ): Promise<{
+    p50: number;
+    p99: number;
+    completedPerSecond: number;
+    acks: AckTally;
+    repliesPerWindow: number[];
+  }> {
     const ids = Array.from({ length: conversations }, () => `t${randomUUID().slice(0, 12)}`);
+    // The replies' timeline, with the worker's gate, until the last reply: where a run fell behind.
+    const acks = this.tally();
     const count = Math.max(1, Math.round(perSecond * seconds));
     const sentAt = new Map<string, number[]>(ids.map((id) => [id, []]));
     const began = Date.now();
@@ -763,6 +782,7 @@ export class Bench {
       if (Date.now() > deadline) throw new Error('replies missing after 30 min');
       await sleep(250);
     }
+    acks.end();
     const { rows } = await this.system.pool.query<{ conversation_id: string; at: Date }>(
       `SELECT conversation_id, created_at AS at FROM sandbox_messages
         WHERE author = 'bot' AND conversation_id = ANY($1::text[]) ORDER BY created_at, id`,
@@ -781,6 +801,8 @@ export class Bench {
       p50: percentile(latencies, 50),
       p99: percentile(latencies, 99),
       completedPerSecond: count / ((last - began) / 1000),
+      acks,
+      repliesPerWindow: perWindow(rows.map((r) => r.at.getTime() - began)),
     };
   }
 
@@ -849,6 +871,12 @@ const fixed = (n: number, digits = 0) => n.toFixed(digits);
 
 type Row = [name: string, value: string, ratio: string];
 
+/** Adds a row to the table printed at the end, and prints it now: a run cut short keeps its figures. */
+function addRow(rows: Row[], row: Row): void {
+  rows.push(row);
+  console.log(`  = ${row[0]}: ${row[1]}${row[2] ? ` (${row[2]}×)` : ''}`);
+}
+
 /** Every figure of one server, the limit first, and what an event costs it per path. */
 async function measure(
   opts: Options,
@@ -873,7 +901,7 @@ async function measure(
     for (let i = 0; i < opts.rawRounds; i++) rounds.push(await bench.rawStarts(opts.raw, opts.concurrency));
     const byRate = [...rounds].sort((a, b) => a.perSecond - b.perSecond);
     const limit = byRate[Math.floor((byRate.length - 1) / 2)]!;
-    rows.push([
+    addRow(rows, [
       'raw workflow.start (the limit)',
       `${fixed(limit.perSecond)} /s (p50 ${fixed(limit.p50, 1)} ms, p99 ${fixed(limit.p99, 1)} ms; ` +
         `median of ${rounds.length} rounds: ${rounds.map((r) => fixed(r.perSecond)).join(', ')} /s)`,
@@ -882,7 +910,7 @@ async function measure(
 
     console.log(`[${server}] end-to-end, unloaded: ${opts.unloaded} events one at a time…`);
     const unloaded = await bench.unloaded(opts.unloaded);
-    rows.push([
+    addRow(rows, [
       'end-to-end latency, unloaded',
       `p50 ${fixed(unloaded.p50)} ms, p99 ${fixed(unloaded.p99)} ms`,
       '',
@@ -904,12 +932,12 @@ async function measure(
     const burst = await bench.flood(spreadBurst.ids, spreadBurst.messages, opts.concurrency);
     const burstCpu = cpuPerEvent(cpu, opts.burst);
     const completedPerSecond = opts.burst / burst.allRepliedS;
-    rows.push([
+    addRow(rows, [
       `end-to-end throughput, maximum (${opts.burst} over ${opts.conversations} conversations)`,
       `${fixed(completedPerSecond, 1)} events/s (acks ${fixed(burst.acksPerSecond)} /s, ${burst.acks}; from the first reply to the last ${fixed(burst.repliesPerSecond, 1)} /s)`,
       fixed(completedPerSecond / limit.perSecond, 3),
     ]);
-    rows.push(['CPU ms per event (burst)', burstCpu, '']);
+    addRow(rows, ['CPU ms per event (burst)', burstCpu, '']);
 
     if (opts.targetSeconds > 0) {
       // The capacity target: 0.2× raw starts, offered evenly for a while over the same conversations.
@@ -921,14 +949,17 @@ async function measure(
       );
       cpu = system.cpuMs();
       const held = await bench.sustained(target, opts.targetSeconds, opts.conversations);
+      console.log(`  acks at ${ratio}× until the last reply: ${held.acks}`);
+      console.log(held.acks.timeline());
+      console.log(`  replies per ${TIMELINE_MS / 1000} s: ${held.repliesPerWindow.join(', ')}`);
       // Kept up: no queue built, so every reply came within the unloaded latency and a second.
       const keptUp = held.p99 <= unloaded.p99 + 1000;
-      rows.push([
+      addRow(rows, [
         `end-to-end at ${ratio}× the limit over ${opts.conversations} conversations, ${opts.targetSeconds} s`,
         `p50 ${fixed(held.p50)} ms, p99 ${fixed(held.p99)} ms at ${fixed(target, 1)} events/s: ${keptUp ? 'kept up' : 'fell behind'} (completed ${fixed(held.completedPerSecond, 1)} /s, the last reply included)`,
         fixed((keptUp ? target : held.completedPerSecond) / limit.perSecond, 3),
       ]);
-      rows.push([
+      addRow(rows, [
         `CPU ms per event (at ${ratio}×)`,
         cpuPerEvent(cpu, Math.round(target * opts.targetSeconds)),
         '',
@@ -938,7 +969,7 @@ async function measure(
     const half = completedPerSecond / 2;
     console.log(`[${server}] end-to-end at ${fixed(half, 1)} events/s for ${opts.halfSeconds} s…`);
     const paced = await bench.paced(half, opts.halfSeconds);
-    rows.push([
+    addRow(rows, [
       'end-to-end latency at 50 % of the maximum',
       `p50 ${fixed(paced.p50)} ms, p99 ${fixed(paced.p99)} ms at ${fixed(half, 1)} events/s (kept up: ${fixed(paced.completedPerSecond, 1)} /s)`,
       fixed(half / limit.perSecond, 3),
@@ -947,17 +978,17 @@ async function measure(
     console.log(`[${server}] duplicate storm: ${opts.storm} events × ${opts.copies} concurrent copies…`);
     cpu = system.cpuMs();
     const storm = await bench.storm(opts.storm, opts.copies, Math.max(1, Math.floor(100 / opts.copies)));
-    rows.push([
+    addRow(rows, [
       `duplicate storm ${opts.storm} × ${opts.copies}: workflows / sends (must be ${opts.storm} / ${opts.storm})`,
       `${storm.workflows} / ${storm.sends} (202×${storm.accepted}, 200×${storm.duplicates})`,
       '',
     ]);
-    rows.push([
+    addRow(rows, [
       'duplicate storm: requests acknowledged and replied per second',
       `${fixed((opts.storm * opts.copies) / storm.seconds)} requests/s, ${fixed(opts.storm / storm.seconds, 1)} events/s`,
       fixed(opts.storm / storm.seconds / limit.perSecond, 3),
     ]);
-    rows.push(['CPU ms per event (storm)', cpuPerEvent(cpu, opts.storm), '']);
+    addRow(rows, ['CPU ms per event (storm)', cpuPerEvent(cpu, opts.storm), '']);
 
     if (opts.single > 0) {
       console.log(`[${server}] a burst of ${opts.single} events into one conversation…`);
@@ -972,7 +1003,7 @@ async function measure(
         bench.flood(one.ids, one.messages, opts.concurrency),
         (flood) => flood.ackedAt,
       );
-      rows.push([
+      addRow(rows, [
         `burst of ${opts.single} into one conversation: first reply / all replied`,
         `${fixed(single.firstReplyS, 1)} s / ${fixed(single.allRepliedS, 1)} s, ${fixed(single.repliesPerSecond, 1)} replies/s (acks ${fixed(single.acksPerSecond)} /s, ${single.acks})`,
         '',
@@ -982,7 +1013,7 @@ async function measure(
         const ms = list.map((w) => w.ms).sort((a, b) => a - b);
         return `${ms.filter((m) => m <= bound).length} of ${ms.length} within, p50 ${fixed(percentile(ms, 50))} ms, p99 ${fixed(percentile(ms, 99))} ms, max ${fixed(ms.at(-1) ?? Number.NaN)} ms`;
       };
-      rows.push([
+      addRow(rows, [
         `beside it, one message a second elsewhere: first replies within unloaded p50 + 1 s (${fixed(bound)} ms)`,
         `${part(waits)}; sent while the burst was acked: ${part(waits.filter(duringAcks))}`,
         '',
@@ -995,12 +1026,12 @@ async function measure(
       const many = spread('w', opts.wide, opts.wideConversations);
       cpu = system.cpuMs();
       const wide = await bench.flood(many.ids, many.messages, opts.concurrency);
-      rows.push([
+      addRow(rows, [
         `burst of ${opts.wide} over ${opts.wideConversations} conversations: first reply / all replied`,
         `${fixed(wide.firstReplyS, 1)} s / ${fixed(wide.allRepliedS, 1)} s, ${fixed(opts.wide / wide.allRepliedS, 1)} events/s (acks ${fixed(wide.acksPerSecond)} /s, ${wide.acks})`,
         fixed(opts.wide / wide.allRepliedS / limit.perSecond, 3),
       ]);
-      rows.push(['CPU ms per event (wide burst)', cpuPerEvent(cpu, opts.wide), '']);
+      addRow(rows, ['CPU ms per event (wide burst)', cpuPerEvent(cpu, opts.wide), '']);
     }
 
     console.log(`[${server}] worker memory: ${opts.held} held workflows on one worker…`);
@@ -1008,7 +1039,7 @@ async function measure(
     for (let slot = system.combined.length > 0 ? 0 : 1; slot < system.workers.length; slot++)
       await system.stopWorker(slot);
     const memory = await bench.heldMemory(opts.held);
-    rows.push([
+    addRow(rows, [
       'worker RSS with held workflows waiting',
       `${fixed(memory.heldMiB)} MiB with ${memory.held} held (before: ${fixed(memory.baselineMiB)} MiB, ${fixed(((memory.heldMiB - memory.baselineMiB) * 1024) / Math.max(memory.held, 1))} KiB per held)`,
       '',
@@ -1040,7 +1071,7 @@ async function ackPhases(
   const one = spread('a', 500, 1);
   const oneAcks = await bench.offered(one.messages, offered);
   console.log(oneAcks.timeline());
-  rows.push([
+  addRow(rows, [
     `acks at ${opts.offeredRatio}× the limit, open loop: 500 into one conversation`,
     `${fixed(offered)}/s offered: ${oneAcks}`,
     fixed(opts.offeredRatio, 2),
@@ -1055,7 +1086,7 @@ async function ackPhases(
   const backlog = spread('d', opts.drain, opts.drainConversations);
   const backlogAcks = await bench.offered(backlog.messages, offered);
   console.log(backlogAcks.timeline());
-  rows.push([
+  addRow(rows, [
     `acks at ${opts.offeredRatio}× the limit, open loop: ${opts.drain} over ${opts.drainConversations} conversations (the backlog)`,
     `${fixed(offered)}/s offered: ${backlogAcks}`,
     fixed(opts.offeredRatio, 2),
@@ -1067,7 +1098,7 @@ async function ackPhases(
   const steady = spread('e', Math.round(during * opts.drainSeconds), Math.round(during * opts.drainSeconds));
   const steadyAcks = await bench.offered(steady.messages, during);
   console.log(steadyAcks.timeline());
-  rows.push([
+  addRow(rows, [
     `acks at ${opts.drainRatio}× the limit for ${opts.drainSeconds} s while the backlog drains`,
     `${fixed(during)}/s offered: ${steadyAcks} (backlog left at the end: ${await left()})`,
     fixed(opts.drainRatio, 2),
@@ -1077,7 +1108,7 @@ async function ackPhases(
     `[${server}] while it drains: ${opts.concurrency} senders back to back for ${opts.drainClosedSeconds} s…`,
   );
   const closed = await bench.closedLoop(opts.concurrency, opts.drainClosedSeconds);
-  rows.push([
+  addRow(rows, [
     `acks while the backlog drains, ${opts.concurrency} senders back to back for ${opts.drainClosedSeconds} s`,
     `${fixed(closed.acks.perSecond)} /s: ${closed.acks} (backlog left at the end: ${await left()})`,
     fixed(closed.acks.perSecond / limit, 3),
@@ -1087,7 +1118,7 @@ async function ackPhases(
   if (opts.only === 'acks') return;
   await bench.waitForReplies([...backlog.ids, ...steady.ids, ...closed.ids]);
   const total = opts.drain + steady.messages.length + closed.ids.length;
-  rows.push([
+  addRow(rows, [
     `the backlog and everything offered beside it answered (${total} events)`,
     `in ${fixed((Date.now() - began) / 1000, 1)} s`,
     '',
