@@ -159,7 +159,7 @@ export function gateMetrics(registry: Registry, gate: Pick<AcksFirst, 'underPres
   });
   new Gauge({
     name: 'replyflow_worker_task_rate',
-    help: 'New workflow and activity tasks a second the worker beside a receiver may take now (2000: no limit); halved every 100 ms while starts are slow',
+    help: 'New workflow and activity tasks a second the worker beside a receiver may take now (2000: no limit); under pressure (a slow start, or a quarter of the start places busy) cut every 100 ms to half of what it was taking',
     registers: [registry],
     collect() {
       this.set(gate.perSecond);
