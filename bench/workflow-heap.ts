@@ -1,7 +1,8 @@
 // `npm run bench:workflow-heap`: what a workflow run costs the worker before its first command, in the
 // SDK's reusable V8 context as `replyflow start` runs it. The context keeps one module cache per run,
 // so each run executes every module its start loads for itself (the module state), on its first task
-// and again on each replay after an eviction; the history a run holds comes on top. Creates `--runs`
+// and again on each replay after an eviction, but for the modules preloaded into the shared cache
+// (ours: src/temporal/workflow-bundle.ts); the history a run holds comes on top. Creates `--runs`
 // runs of `--type` from the bundle `replyflow start` uses and prints the heap they hold after a full
 // GC, per run; then creates and disposes as many again and prints the CPU time per run. Uses the SDK's
 // internal workflow creator: the figures are the ones the worker's workflow thread pays, without a

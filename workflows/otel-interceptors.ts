@@ -3,10 +3,11 @@
 // span around each activity, as children of the receiver's. A run started without one (traces off,
 // the default, and every run recorded before) gets none: no spans, no sink calls, the same commands.
 //
-// The package is required only by a traced run. Each cached run executes every module it loads for
-// itself (the SDK's reusable context keeps one module cache per run), and OpenTelemetry's modules are
-// half of the bundle: loaded by every run, they cost 289 KiB of heap per cached workflow, against
-// 65 KiB without them (docs/benchmarks.md, "What a cached workflow costs").
+// The package is required only by a traced run. A module a run loads is executed for that run alone
+// (the SDK's reusable context keeps one module cache per run; ours are preloaded into the shared one,
+// src/temporal/workflow-bundle.ts), and OpenTelemetry's modules are half of the bundle: loaded by every
+// run, they cost 289 KiB of heap per cached workflow, against 65 KiB without them (docs/benchmarks.md,
+// "What a cached workflow costs").
 import type {
   OpenTelemetryInboundInterceptor,
   OpenTelemetryInternalsInterceptor,

@@ -5,6 +5,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { parseWorkflowCode } from '@temporalio/worker/lib/worker';
+import { ReusableVMWorkflowCreator } from '@temporalio/worker/lib/workflow/reusable-vm';
 import { WorkflowBundleError } from '../../src/temporal/errors';
 import { bundleKey, workflowBundleFor } from '../../src/temporal/workflow-bundle';
 import { WORKFLOWS_PATH } from '../../src/worker';
@@ -46,6 +48,39 @@ describe('workflow bundle, built in a child process and cached', function () {
     const second = await workflowBundleFor(WORKFLOWS_PATH, cacheDir);
     assert.deepEqual(second, first);
     assert.equal(statSync(first.codePath).mtimeMs, written, 'loaded, not built and written again');
+  });
+
+  it('loads our workflow modules once for all runs, and OpenTelemetry only in a traced run', async () => {
+    // The SDK's reusable context gives each run a module cache of its own; a module preloaded before
+    // any run exists sits in the shared one instead (66 KiB of heap per cached run without it, 14 with).
+    const bundle = await workflowBundleFor(WORKFLOWS_PATH, cacheDir);
+    assert.ok('codePath' in bundle);
+    const creator = await ReusableVMWorkflowCreator.create(
+      parseWorkflowCode(readFileSync(bundle.codePath, 'utf8'), bundle.codePath),
+      5_000,
+      new Set(),
+      undefined,
+    );
+    try {
+      // `context` is the creator's V8 context (protected in its type); its module cache answers from
+      // the shared modules first, and from no run's own cache while no run exists.
+      const shared = (
+        creator as unknown as { context: { __webpack_module_cache__: Record<string, unknown> } }
+      ).context.__webpack_module_cache__;
+      for (const id of [
+        './workflows/index.ts',
+        './workflows/handle-event.ts',
+        './workflows/otel-interceptors.ts',
+      ])
+        assert.ok(shared[id], `${id} is in the shared module cache`);
+      assert.equal(
+        shared['./node_modules/@temporalio/interceptors-opentelemetry/lib/workflow/index.js'],
+        undefined,
+        'OpenTelemetry is not loaded for every run',
+      );
+    } finally {
+      await creator.destroy();
+    }
   });
 
   it('names the bundle after its sources: an edit gives another name, and the old bundle goes', async () => {
