@@ -134,19 +134,23 @@ async function checkSearchAttributes(
  * Workflow tasks a worker runs at once when a receiver in its process starts workflows eagerly on it. A
  * task stays open while its send runs, the gather window included, so the SDK's default of 40 lets a
  * worker take ~20 new events a second, and each eager start needs a free slot: such a worker takes as
- * many tasks as it runs sends, and at most half as many as its cache holds. A task for a run that is not
- * cached needs a cached run evicted first, and one with a task or a send open cannot be: with as many
- * slots as cached workflows, another conversation's first task waited behind a burst's until its
- * 10 s task timeout (bench:fairness: p99 14.3 s with a cache of 200, 4.6 s with 400, 200 slots each;
- * docs/benchmarks.md). A worker on its own keeps the SDK's 40: past it a burst waits in Temporal's
- * task queue, and receivers sharing the machine keep their CPU for acknowledging (a chaos run with as
- * many task slots as send slots answered 94 deliveries 503 outside any disruption, against 0 with 40).
+ * many tasks as it runs sends, and at most a quarter as many as its cache holds, which is twice the sends
+ * by default. A task for a run that is not cached needs a cached run evicted first, and one with a task
+ * or a send open cannot be: with as many slots as cached workflows, another conversation's first task
+ * waited behind a burst's until its 10 s task timeout (bench:fairness: p99 14.3 s with a cache of 200,
+ * 4.6 s with 400, 200 slots each), and with half as many (a cache of 200 for 100 slots) bench:tenants
+ * still lost 1–5 first tasks that way in 7 runs of 8, none with a quarter (docs/benchmarks.md, "Lost
+ * tasks came back"). The cache fits issue 25's memory since our workflow modules are loaded once for
+ * all runs (src/temporal/workflow-bundle.ts). A worker on its own keeps the SDK's 40: past it a burst
+ * waits in Temporal's task queue, and receivers sharing the machine keep their CPU for acknowledging (a
+ * chaos run with as many task slots as send slots answered 94 deliveries 503 outside any disruption,
+ * against 0 with 40).
  */
 export function eagerWorkerSizes(config: Config): { workflowTaskSlots: number; cachedWorkflows: number } {
-  // WORKER_MAX_CACHED_WORKFLOWS, or as many as the worker runs sends.
-  const cachedWorkflows = config.WORKER_MAX_CACHED_WORKFLOWS || config.WORKER_ACTIVITY_SLOTS;
+  // WORKER_MAX_CACHED_WORKFLOWS, or twice as many as the worker runs sends.
+  const cachedWorkflows = config.WORKER_MAX_CACHED_WORKFLOWS || 2 * config.WORKER_ACTIVITY_SLOTS;
   return {
-    workflowTaskSlots: Math.max(2, Math.min(config.WORKER_ACTIVITY_SLOTS, Math.floor(cachedWorkflows / 2))),
+    workflowTaskSlots: Math.max(2, Math.min(config.WORKER_ACTIVITY_SLOTS, Math.floor(cachedWorkflows / 4))),
     cachedWorkflows,
   };
 }
