@@ -58,6 +58,11 @@ interface Options {
   drainSeconds: number;
   /** How long `concurrency` senders deliver back to back while it drains. */
   drainClosedSeconds: number;
+  /**
+   * Raw starts (at `concurrency`) after the senders, with the `replyflow start` process stopped
+   * (SIGSTOP): what the server itself does with the backlog in it, 0 to skip.
+   */
+  rawInDrain: number;
   /** Raw starts per SQLite setting. */
   pragmaStarts: number;
   halfSeconds: number;
@@ -108,6 +113,7 @@ function options(): Options {
       'drain-ratio': { type: 'string', default: '0.5' },
       'drain-seconds': { type: 'string', default: '60' },
       'drain-closed-seconds': { type: 'string', default: '15' },
+      'raw-in-drain': { type: 'string', default: '0' },
       'pragma-starts': { type: 'string', default: '1000' },
       'half-seconds': { type: 'string', default: '60' },
       'target-seconds': { type: 'string', default: '60' },
@@ -156,6 +162,7 @@ function options(): Options {
     drainRatio: Number(values['drain-ratio']),
     drainSeconds: Number(values['drain-seconds']),
     drainClosedSeconds: Number(values['drain-closed-seconds']),
+    rawInDrain: Number(values['raw-in-drain']),
     pragmaStarts: Number(values['pragma-starts']),
     halfSeconds: Number(values['half-seconds']),
     targetSeconds: Number(values['target-seconds']),
@@ -681,6 +688,11 @@ export class Bench {
     }
   }
 
+  /** The `replyflow start` processes (receiver and worker in one). */
+  combinedPids(): number[] {
+    return this.system.combined.map((p) => p.pid).filter((pid): pid is number => pid !== undefined);
+  }
+
   /** The limit: raw `workflow.start` calls of the same event workflow on this server (a queue no worker polls). */
   async rawStarts(
     count: number,
@@ -1125,6 +1137,23 @@ async function ackPhases(
     `${fixed(closed.acks.perSecond)} /s: ${closed.acks} (backlog left at the end: ${await left()})`,
     fixed(closed.acks.perSecond / limit, 3),
   ]);
+
+  if (opts.rawInDrain > 0) {
+    // The server's own share of the drain's figures: raw starts against the same backlog, with our
+    // process frozen so that neither its receiver nor its worker takes part.
+    const frozen = bench.combinedPids();
+    for (const pid of frozen) process.kill(pid, 'SIGSTOP');
+    try {
+      const raw = await bench.rawStarts(opts.rawInDrain, opts.concurrency);
+      addRow(rows, [
+        `raw workflow.start while the backlog drains, replyflow start stopped (${opts.rawInDrain} at ${opts.concurrency})`,
+        `${fixed(raw.perSecond)} /s (p50 ${fixed(raw.p50, 1)} ms, p99 ${fixed(raw.p99, 1)} ms)`,
+        fixed(raw.perSecond / limit, 3),
+      ]);
+    } finally {
+      for (const pid of frozen) process.kill(pid, 'SIGCONT');
+    }
+  }
 
   // A quicker run of the ack figures stops here, the backlog still draining.
   if (opts.only === 'acks') return;
