@@ -882,6 +882,8 @@ export class Bench {
 const fixed = (n: number, digits = 0) => n.toFixed(digits);
 
 type Row = [name: string, value: string, ratio: string];
+/** CPU ms so far of each of the system's processes and of the bench itself. */
+type ProcessCpu = ReturnType<System['cpuMs']> & { bench: number };
 
 /** Adds a row to the table printed at the end, and prints it now: a run cut short keeps its figures. */
 function addRow(rows: Row[], row: Row): void {
@@ -900,7 +902,7 @@ async function measure(
   const bench = new Bench(system, metricsPort ? `http://127.0.0.1:${metricsPort}/metrics` : undefined);
   const rows: Row[] = [];
   // The bench itself shares the cores: its own CPU is in the figure too, as `bench`.
-  const cpuNow = () => {
+  const cpuNow = (): ProcessCpu => {
     const own = process.cpuUsage();
     return { ...system.cpuMs(), bench: (own.user + own.system) / 1000 };
   };
@@ -945,7 +947,7 @@ async function measure(
       costs = await bench.costPerPath(3);
     }
 
-    await ackPhases(bench, opts, limit.perSecond, rows, server);
+    await ackPhases(bench, opts, limit.perSecond, rows, server, { now: cpuNow, per: cpuPerEvent });
     if (opts.only === 'acks') return { rows, costs };
 
     console.log(
@@ -1087,6 +1089,7 @@ async function ackPhases(
   limit: number,
   rows: Row[],
   server: TemporalServerKind,
+  cpu: { now: () => ProcessCpu; per: (before: ProcessCpu, answers: number) => string },
 ): Promise<void> {
   const offered = limit * opts.offeredRatio;
   console.log(
@@ -1108,6 +1111,7 @@ async function ackPhases(
   );
   const began = Date.now();
   const backlog = spread('d', opts.drain, opts.drainConversations);
+  const backlogCpu = cpu.now();
   const backlogAcks = await bench.offered(backlog.messages, offered);
   console.log(backlogAcks.timeline());
   addRow(rows, [
@@ -1115,6 +1119,8 @@ async function ackPhases(
     `${fixed(offered)}/s offered: ${backlogAcks}`,
     fixed(opts.offeredRatio, 2),
   ]);
+  // Per answer (2xx and 503 alike): what acknowledging costs each process while the worker yields.
+  addRow(rows, ['CPU ms per answer (the backlog)', cpu.per(backlogCpu, backlogAcks.latencies.length), '']);
   const left = async () => opts.drain - (await bench.replyCount(backlog.ids)).n;
 
   const during = limit * opts.drainRatio;
