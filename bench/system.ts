@@ -59,8 +59,8 @@ interface Options {
   /** How long `concurrency` senders deliver back to back while it drains. */
   drainClosedSeconds: number;
   /**
-   * Raw starts (at `concurrency`) after the senders, with the `replyflow start` process stopped
-   * (SIGSTOP): what the server itself does with the backlog in it, 0 to skip.
+   * Raw starts (at `concurrency`) after the senders, with our processes stopped (SIGSTOP): what the
+   * server itself does with the backlog in it, 0 to skip.
    */
   rawInDrain: number;
   /** Raw starts per SQLite setting. */
@@ -688,9 +688,10 @@ export class Bench {
     }
   }
 
-  /** The `replyflow start` processes (receiver and worker in one). */
-  combinedPids(): number[] {
-    return this.system.combined.map((p) => p.pid).filter((pid): pid is number => pid !== undefined);
+  /** Our processes: `replyflow start`, receivers and workers. */
+  ourPids(): number[] {
+    const { combined, receivers, workers } = this.system;
+    return [...combined, ...receivers, ...workers].map((p) => p.pid).filter((pid) => pid > 0);
   }
 
   /** The limit: raw `workflow.start` calls of the same event workflow on this server (a queue no worker polls). */
@@ -1146,13 +1147,13 @@ async function ackPhases(
 
   if (opts.rawInDrain > 0) {
     // The server's own share of the drain's figures: raw starts against the same backlog, with our
-    // process frozen so that neither its receiver nor its worker takes part.
-    const frozen = bench.combinedPids();
+    // processes frozen so that no receiver or worker of ours takes part.
+    const frozen = bench.ourPids();
     for (const pid of frozen) process.kill(pid, 'SIGSTOP');
     try {
       const raw = await bench.rawStarts(opts.rawInDrain, opts.concurrency);
       addRow(rows, [
-        `raw workflow.start while the backlog drains, replyflow start stopped (${opts.rawInDrain} at ${opts.concurrency})`,
+        `raw workflow.start while the backlog drains, our processes stopped (${opts.rawInDrain} at ${opts.concurrency})`,
         `${fixed(raw.perSecond)} /s (p50 ${fixed(raw.p50, 1)} ms, p99 ${fixed(raw.p99, 1)} ms)`,
         fixed(raw.perSecond / limit, 3),
       ]);
