@@ -102,17 +102,21 @@ async function pickPorts(options: DevServerOptions): Promise<Ports> {
   return { grpc, http, metrics, ui };
 }
 
-const FAIRNESS = 'matching.enableFairness';
-/**
- * `temporal server start-dev` turns the server's search attribute cache off unless told otherwise, so
- * that attributes added while it runs are usable at once: every start, upsert and visibility write
- * then reads the cluster metadata from SQLite (about three reads per raw start). Ours are written into
- * the namespace before any service starts (`--search-attribute`), so the cache is never stale for them;
- * with it on, a raw start cost the server 10-20 % less CPU (docs/benchmarks.md). An attribute an
- * operator adds while it runs is usable once the server's cache has it, as on any Temporal server (a
- * start with one added at run time was refused once and accepted 0.5 s after the add).
- */
-const SEARCH_ATTRIBUTE_CACHE_OFF = 'system.forceSearchAttributesCacheRefreshOnRead';
+/** Dynamic config every dev server gets unless the caller sets the key itself. */
+const DEFAULT_DYNAMIC_CONFIG: Record<string, boolean> = {
+  // Each conversation's tasks take turns with the others' (src/receiver/start-event.ts fairnessKeyOf).
+  'matching.enableFairness': true,
+  /*
+   * `temporal server start-dev` turns the server's search attribute cache off unless told otherwise, so
+   * that attributes added while it runs are usable at once: every start, upsert and visibility write
+   * then reads the cluster metadata from SQLite (about three reads per raw start). Ours are written into
+   * the namespace before any service starts (`--search-attribute`), so the cache is never stale for them;
+   * with it on, a raw start cost the server 10-20 % less CPU (docs/benchmarks.md). An attribute an
+   * operator adds while it runs is usable once the server's cache has it, as on any Temporal server (a
+   * start with one added at run time was refused once and accepted 0.5 s after the add).
+   */
+  'system.forceSearchAttributesCacheRefreshOnRead': false,
+};
 
 function startDevArgs(options: DevServerOptions, ports: Ports, namespace: string): string[] {
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(ports.grpc)];
@@ -120,11 +124,6 @@ function startDevArgs(options: DevServerOptions, ports: Ports, namespace: string
   // Where no browser connects; the HTTP API, besides, accepts no Host at all.
   args.push('--http-port', String(ports.http), '--metrics-port', String(ports.metrics));
   args.push('--dynamic-config-value', `frontend.httpAllowedHosts=${JSON.stringify([HTTP_API_OFF])}`);
-  // Each conversation's tasks take turns with the others' (src/receiver/start-event.ts fairnessKeyOf).
-  if (options.dynamicConfig?.[FAIRNESS] === undefined)
-    args.push('--dynamic-config-value', `${FAIRNESS}=true`);
-  if (options.dynamicConfig?.[SEARCH_ATTRIBUTE_CACHE_OFF] === undefined)
-    args.push('--dynamic-config-value', `${SEARCH_ATTRIBUTE_CACHE_OFF}=false`);
   if (options.dbFile) {
     keepPrivate(options.dbFile);
     args.push('--db-filename', options.dbFile);
@@ -137,7 +136,7 @@ function startDevArgs(options: DevServerOptions, ports: Ports, namespace: string
     args.push('--headless');
   }
   if (namespace !== 'default') args.push('--namespace', namespace);
-  for (const [key, value] of Object.entries(options.dynamicConfig ?? {}))
+  for (const [key, value] of Object.entries({ ...DEFAULT_DYNAMIC_CONFIG, ...options.dynamicConfig }))
     args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
   for (const key of ALL_SEARCH_ATTRIBUTES)
     args.push('--search-attribute', `${key.name}=${key.type === 'INT' ? 'Int' : 'Keyword'}`);
