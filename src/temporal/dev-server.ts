@@ -63,6 +63,8 @@ export interface DevServer {
   address: string;
   port: number;
   uiUrl?: string;
+  /** The server's own Prometheus metrics (on a port browsers refuse): what a bench reads Temporal's latencies from. */
+  metricsUrl: string;
   stop(): Promise<void>;
   /** SIGKILL, no goodbye: what a crash or an OOM kill does (tests of durability). */
   kill(): Promise<void>;
@@ -236,6 +238,7 @@ async function withGuard(child: ChildProcess, ports: Ports, options: DevServerOp
     address: `127.0.0.1:${ports.grpc}`,
     port: ports.grpc,
     uiUrl: guard?.url,
+    metricsUrl: `http://127.0.0.1:${ports.metrics}/metrics`,
     stop: async () => {
       await guard?.close();
       await stopChild(child);
