@@ -4,7 +4,7 @@
 import http from 'node:http';
 
 /** StartWorkflowExecution calls so far: how many the frontend answered, and in how many seconds. */
-export interface ServerStarts {
+interface ServerStarts {
   count: number;
   seconds: number;
 }
@@ -23,7 +23,7 @@ export function parseServerStarts(text: string): ServerStarts {
 }
 
 /** Reads `metricsUrl`; undefined where there is none (the cluster) or it does not answer. */
-export async function serverStarts(metricsUrl: string | undefined): Promise<ServerStarts | undefined> {
+async function serverStarts(metricsUrl: string | undefined): Promise<ServerStarts | undefined> {
   if (!metricsUrl) return undefined;
   // Not fetch: the endpoint is on a port browsers refuse (src/temporal/dev-server.ts), and fetch does too.
   const text = await new Promise<string | undefined>((resolve) => {
@@ -46,4 +46,14 @@ export function serverStartsSince(before: ServerStarts | undefined, after: Serve
   if (!before || !after || after.count <= before.count) return 'not measured';
   const count = after.count - before.count;
   return `${count} starts, mean ${(((after.seconds - before.seconds) * 1000) / count).toFixed(1)} ms`;
+}
+
+/** Runs `phase` and says what the server answered meanwhile (serverStartsSince), read before and after it. */
+export async function duringPhase<T>(
+  metricsUrl: string | undefined,
+  phase: () => Promise<T>,
+): Promise<{ result: T; serverStarts: string }> {
+  const before = await serverStarts(metricsUrl);
+  const result = await phase();
+  return { result, serverStarts: serverStartsSince(before, await serverStarts(metricsUrl)) };
 }

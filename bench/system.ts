@@ -29,7 +29,7 @@ import type { handleEvent } from '../workflows';
 import { ReplyState as ReplyStateKey } from '../workflows/search-attributes';
 import { rssMiB, SYSTEM_SECRET, System, type TemporalServerKind } from './chaos/system';
 import { printLate } from './phases';
-import { type ServerStarts, serverStarts, serverStartsSince } from './server-starts';
+import { duringPhase } from './server-starts';
 
 interface Options {
   /** Raw starts per round of the limit. */
@@ -922,8 +922,10 @@ async function measure(
     );
     const rounds: Awaited<ReturnType<Bench['rawStarts']>>[] = [];
     const rawCpu = cpuNow();
-    const rawServer = await serverStarts(system.temporal?.metricsUrl);
-    for (let i = 0; i < opts.rawRounds; i++) rounds.push(await bench.rawStarts(opts.raw, opts.concurrency));
+    const measured = <T>(phase: () => Promise<T>) => duringPhase(system.temporal?.metricsUrl, phase);
+    const raw = await measured(async () => {
+      for (let i = 0; i < opts.rawRounds; i++) rounds.push(await bench.rawStarts(opts.raw, opts.concurrency));
+    });
     const rawCpuPerStart = cpuPerEvent(rawCpu, opts.raw * opts.rawRounds);
     const byRate = [...rounds].sort((a, b) => a.perSecond - b.perSecond);
     const limit = byRate[Math.floor((byRate.length - 1) / 2)]!;
@@ -936,26 +938,18 @@ async function measure(
     // Against the cores (2 here), what the limit's share costs: a rate times its CPU ms per event
     // over 1,000 is the cores it keeps busy.
     addRow(rows, ['CPU ms per raw start', rawCpuPerStart, '']);
-    addRow(rows, [
-      "Temporal's own starts (raw, 32 at once)",
-      serverStartsSince(rawServer, await serverStarts(system.temporal?.metricsUrl)),
-      '',
-    ]);
+    addRow(rows, ["Temporal's own starts (raw, 32 at once)", raw.serverStarts, '']);
 
     console.log(`[${server}] end-to-end, unloaded: ${opts.unloaded} events one at a time…`);
-    const unloadedServer = await serverStarts(system.temporal?.metricsUrl);
-    const unloaded = await bench.unloaded(opts.unloaded);
-    const unloadedServerAfter = await serverStarts(system.temporal?.metricsUrl);
+    const { result: unloaded, serverStarts: unloadedServer } = await measured(() =>
+      bench.unloaded(opts.unloaded),
+    );
     addRow(rows, [
       'end-to-end latency, unloaded',
       `p50 ${fixed(unloaded.p50)} ms, p99 ${fixed(unloaded.p99)} ms`,
       '',
     ]);
-    addRow(rows, [
-      "Temporal's own starts (unloaded)",
-      serverStartsSince(unloadedServer, unloadedServerAfter),
-      '',
-    ]);
+    addRow(rows, ["Temporal's own starts (unloaded)", unloadedServer, '']);
 
     if (opts.only === 'all') {
       console.log(`[${server}] what an event costs Temporal, per path (3 events each)…`);
@@ -965,7 +959,7 @@ async function measure(
     await ackPhases(bench, opts, limit.perSecond, rows, server, {
       now: cpuNow,
       per: cpuPerEvent,
-      serverStarts: () => serverStarts(system.temporal?.metricsUrl),
+      measured,
     });
     if (opts.only === 'acks') return { rows, costs };
 
@@ -1111,8 +1105,8 @@ async function ackPhases(
   cpu: {
     now: () => ProcessCpu;
     per: (before: ProcessCpu, answers: number) => string;
-    /** Temporal's own starts so far (serverStarts). */
-    serverStarts: () => Promise<ServerStarts | undefined>;
+    /** Runs a phase and says what Temporal's own starts were in it (duringPhase). */
+    measured: <T>(phase: () => Promise<T>) => Promise<{ result: T; serverStarts: string }>;
   },
 ): Promise<void> {
   const offered = limit * opts.offeredRatio;
@@ -1120,9 +1114,9 @@ async function ackPhases(
     `[${server}] acks at ${opts.offeredRatio}× the limit (${fixed(offered)}/s): 500 into one conversation…`,
   );
   const one = spread('a', 500, 1);
-  const oneServer = await cpu.serverStarts();
-  const oneAcks = await bench.offered(one.messages, offered);
-  const oneServerAfter = await cpu.serverStarts();
+  const { result: oneAcks, serverStarts: oneServer } = await cpu.measured(() =>
+    bench.offered(one.messages, offered),
+  );
   console.log(oneAcks.timeline());
   addRow(rows, [
     `acks at ${opts.offeredRatio}× the limit, open loop: 500 into one conversation`,
@@ -1131,11 +1125,7 @@ async function ackPhases(
   ]);
   // The server's own side of those starts: a mean far above the unloaded one says the server itself
   // was slow (short of CPU, or of its one SQLite writer), not that deliveries waited for a place here.
-  addRow(rows, [
-    "Temporal's own starts (one conversation)",
-    serverStartsSince(oneServer, oneServerAfter),
-    '',
-  ]);
+  addRow(rows, ["Temporal's own starts (one conversation)", oneServer, '']);
   await bench.waitForReplies(one.ids);
   if (opts.drain <= 0) return;
 
@@ -1145,9 +1135,9 @@ async function ackPhases(
   const began = Date.now();
   const backlog = spread('d', opts.drain, opts.drainConversations);
   const backlogCpu = cpu.now();
-  const backlogServer = await cpu.serverStarts();
-  const backlogAcks = await bench.offered(backlog.messages, offered);
-  const backlogServerAfter = await cpu.serverStarts();
+  const { result: backlogAcks, serverStarts: backlogServer } = await cpu.measured(() =>
+    bench.offered(backlog.messages, offered),
+  );
   console.log(backlogAcks.timeline());
   addRow(rows, [
     `acks at ${opts.offeredRatio}× the limit, open loop: ${opts.drain} over ${opts.drainConversations} conversations (the backlog)`,
@@ -1156,30 +1146,22 @@ async function ackPhases(
   ]);
   // Per answer (2xx and 503 alike): what acknowledging costs each process while the worker yields.
   addRow(rows, ['CPU ms per answer (the backlog)', cpu.per(backlogCpu, backlogAcks.latencies.length), '']);
-  addRow(rows, [
-    "Temporal's own starts (the backlog)",
-    serverStartsSince(backlogServer, backlogServerAfter),
-    '',
-  ]);
+  addRow(rows, ["Temporal's own starts (the backlog)", backlogServer, '']);
   const left = async () => opts.drain - (await bench.replyCount(backlog.ids)).n;
 
   const during = limit * opts.drainRatio;
   console.log(`[${server}] while it drains: ${fixed(during)}/s for ${opts.drainSeconds} s…`);
   const steady = spread('e', Math.round(during * opts.drainSeconds), Math.round(during * opts.drainSeconds));
-  const steadyServer = await cpu.serverStarts();
-  const steadyAcks = await bench.offered(steady.messages, during);
-  const steadyServerAfter = await cpu.serverStarts();
+  const { result: steadyAcks, serverStarts: steadyServer } = await cpu.measured(() =>
+    bench.offered(steady.messages, during),
+  );
   console.log(steadyAcks.timeline());
   addRow(rows, [
     `acks at ${opts.drainRatio}× the limit for ${opts.drainSeconds} s while the backlog drains`,
     `${fixed(during)}/s offered: ${steadyAcks} (backlog left at the end: ${await left()})`,
     fixed(opts.drainRatio, 2),
   ]);
-  addRow(rows, [
-    "Temporal's own starts (while it drains)",
-    serverStartsSince(steadyServer, steadyServerAfter),
-    '',
-  ]);
+  addRow(rows, ["Temporal's own starts (while it drains)", steadyServer, '']);
 
   console.log(
     `[${server}] while it drains: ${opts.concurrency} senders back to back for ${opts.drainClosedSeconds} s…`,
