@@ -1,23 +1,37 @@
 // Temporal's own account of its starts, read from the dev server's Prometheus endpoint (its frontend's
 // latency histogram for StartWorkflowExecution): with it, a bench phase tells a server that was slow
-// to start runs from a receiver whose deliveries waited for a place.
+// to start runs from a receiver whose deliveries waited for a place. Beside it, how long the history
+// shard's persistence calls waited for their turn: the dev server has one shard, and the shard lets one
+// persistence call run at a time (history.shardIOConcurrency, 1 by default), so a start that waits
+// there waits behind every write of the server, the worker's task completions included.
 import http from 'node:http';
 
-/** StartWorkflowExecution calls so far: how many the frontend answered, and in how many seconds. */
-interface ServerStarts {
+/** Calls so far of one kind: how many, and in how many seconds together. */
+interface Tally {
   count: number;
   seconds: number;
 }
 
-/** The frontend's starts in a Prometheus text exposition, over every namespace. */
+/**
+ * StartWorkflowExecution calls the frontend answered, and the waits of the history shard's
+ * persistence calls for their turn (its IO semaphore, `semaphore_latency` of operation ShardInfo).
+ */
+interface ServerStarts extends Tally {
+  shardWaits: Tally;
+}
+
+/** The frontend's starts and the shard's waits in a Prometheus text exposition, over every namespace. */
 export function parseServerStarts(text: string): ServerStarts {
-  const starts: ServerStarts = { count: 0, seconds: 0 };
+  const starts: ServerStarts = { count: 0, seconds: 0, shardWaits: { count: 0, seconds: 0 } };
   for (const line of text.split('\n')) {
-    if (!line.includes('operation="StartWorkflowExecution"') || !line.includes('service_name="frontend"'))
-      continue;
     const value = Number(line.slice(line.lastIndexOf(' ') + 1));
-    if (line.startsWith('service_latency_count{')) starts.count += value;
-    else if (line.startsWith('service_latency_sum{')) starts.seconds += value;
+    if (line.includes('operation="StartWorkflowExecution"') && line.includes('service_name="frontend"')) {
+      if (line.startsWith('service_latency_count{')) starts.count += value;
+      else if (line.startsWith('service_latency_sum{')) starts.seconds += value;
+    } else if (line.includes('operation="ShardInfo"') && line.includes('service_name="history"')) {
+      if (line.startsWith('semaphore_latency_count{')) starts.shardWaits.count += value;
+      else if (line.startsWith('semaphore_latency_sum{')) starts.shardWaits.seconds += value;
+    }
   }
   return starts;
 }
@@ -41,11 +55,20 @@ async function serverStarts(metricsUrl: string | undefined): Promise<ServerStart
   return text === undefined ? undefined : parseServerStarts(text);
 }
 
-/** The starts between two readings, as a bench row says them: their count and mean latency. */
+/** The mean of the calls between two tallies, in ms. */
+const meanMs = (before: Tally, after: Tally) =>
+  (((after.seconds - before.seconds) * 1000) / (after.count - before.count)).toFixed(1);
+
+/**
+ * The starts between two readings, as a bench row says them: their count and mean latency, and the
+ * shard's persistence calls meanwhile with their mean wait for a turn (a start makes several).
+ */
 export function serverStartsSince(before: ServerStarts | undefined, after: ServerStarts | undefined): string {
   if (!before || !after || after.count <= before.count) return 'not measured';
-  const count = after.count - before.count;
-  return `${count} starts, mean ${(((after.seconds - before.seconds) * 1000) / count).toFixed(1)} ms`;
+  const starts = `${after.count - before.count} starts, mean ${meanMs(before, after)} ms`;
+  const waits = after.shardWaits.count - before.shardWaits.count;
+  if (waits <= 0) return starts;
+  return `${starts}; the shard's persistence calls: ${waits}, waiting for a turn ${meanMs(before.shardWaits, after.shardWaits)} ms on average`;
 }
 
 /** Runs `phase` and says what the server answered meanwhile (serverStartsSince), read before and after it. */
