@@ -121,6 +121,13 @@ export class AcksFirst {
   private readonly inFlight = new Set<{ began: number }>();
   /** A start finished slow since the last adjustment. */
   private slowSeen = false;
+  /**
+   * The most starts in flight at once since the last adjustment. The count at the adjustment alone
+   * can miss a burst's first starts: over a quick server they settle fast, and a probe of a burst at
+   * 0.7x the limit saw 8 in flight between two ticks and 2 at the tick, which left the worker
+   * unlimited (and every start eager) for another 100 ms.
+   */
+  private peakInFlight = 0;
   /** When an event of each fairness key last started, least recent first. */
   private readonly lastStart = new Map<string, number>();
   private quietTokens = QUIET_PER_SECOND;
@@ -163,6 +170,7 @@ export class AcksFirst {
   startBegan(): () => void {
     const start = { began: this.now() };
     this.inFlight.add(start);
+    this.peakInFlight = Math.max(this.peakInFlight, this.inFlight.size);
     return () => {
       this.inFlight.delete(start);
       if (this.inFlight.size === 0) this.onIdle?.();
@@ -234,11 +242,11 @@ export class AcksFirst {
   }
 
   /**
-   * Whether starts are under pressure right now: one finished slow lately, one in flight is already
-   * late, or as many are in flight as `busyStarts`.
+   * Whether starts are under pressure right now: since the last adjustment one finished slow or as
+   * many were in flight at once as `busyStarts`, or one in flight now is already late.
    */
   get underPressure(): boolean {
-    if (this.slowSeen || this.inFlight.size >= this.busyStarts) return true;
+    if (this.slowSeen || this.peakInFlight >= this.busyStarts) return true;
     const now = this.now();
     for (const start of this.inFlight) if (now - start.began > this.slowStartMs) return true;
     return false;
@@ -269,6 +277,7 @@ export class AcksFirst {
     if (pressure) this.rate = Math.max(this.minPerSecond, Math.min(this.rate, this.takenPerSecond) / 2);
     else this.rate = Math.min(UNLIMITED_PER_SECOND, this.rate * 1.25 + 1);
     this.slowSeen = false;
+    this.peakInFlight = this.inFlight.size;
     this.pump();
   }
 

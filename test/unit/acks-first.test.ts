@@ -119,13 +119,36 @@ describe('acks first: the worker yields to slow starts', () => {
     assert.equal(workflow.tryReserveSlot(ctx), null);
     acks.adjust();
     assert.equal(acks.perSecond, 5, 'a worker that took nothing lately goes to its minimum');
-    // Each settles fast (20 ms): under the count again, no start slow, so eager slots again.
+    // The third settles fast (20 ms): under the count again and no start slow, but three were in
+    // flight at once since the last adjustment, so pressure until the next one.
     tick(10);
     third();
-    assert.equal(acks.underPressure, false);
+    assert.equal(acks.underPressure, true);
+    assert.equal(workflow.tryReserveSlot(ctx), null);
+    tick(100);
+    acks.adjust();
+    assert.equal(acks.underPressure, false, 'two in flight at the adjustment, and no more since');
     assert.notEqual(workflow.tryReserveSlot(ctx), null);
     first();
     second();
+  });
+
+  it('counts as pressure at the next adjustment a count of starts in flight that came and went between two', () => {
+    const { acks, tick } = gate({ busyStarts: 3 });
+    acks.adjust();
+    const rate = acks.perSecond;
+    // Three in flight for 30 ms, all settled before the adjustment: the count at it is 0.
+    const settles = [acks.startBegan(), acks.startBegan(), acks.startBegan()];
+    tick(30);
+    for (const settled of settles) settled();
+    tick(70);
+    acks.adjust();
+    assert.ok(acks.perSecond < rate, `the rate was cut (${rate} -> ${acks.perSecond})`);
+    // Nothing since: the next adjustment climbs again.
+    tick(100);
+    const cut = acks.perSecond;
+    acks.adjust();
+    assert.ok(acks.perSecond > cut, `and climbs back once no burst came since (${cut} -> ${acks.perSecond})`);
   });
 
   it('grants waiting reservations at its minimum rate under pressure, and faster once starts are fast again', async () => {
