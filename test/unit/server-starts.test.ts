@@ -22,6 +22,9 @@ semaphore_latency_sum{operation="Other",priority="0",service_name="history"} 7
 semaphore_latency_count{operation="Other",priority="0",service_name="history"} 7
 `;
 
+/** A reading from a server that reports no shard waits. */
+const none = { count: 0, seconds: 0 };
+
 describe("bench: Temporal's own starts", () => {
   it("sums the frontend's StartWorkflowExecution over namespaces, not history's or other calls, and the shard's waits", () => {
     assert.deepEqual(parseServerStarts(EXPOSITION), {
@@ -42,7 +45,6 @@ describe("bench: Temporal's own starts", () => {
   });
 
   it('says the starts alone where the server reports no waits (no shard metrics)', () => {
-    const none = { count: 0, seconds: 0 };
     assert.equal(
       serverStartsSince(
         { count: 42, seconds: 0.3, shardWaits: none },
@@ -53,7 +55,6 @@ describe("bench: Temporal's own starts", () => {
   });
 
   it('says "not measured" without a reading or without a start between them', () => {
-    const none = { count: 0, seconds: 0 };
     assert.equal(serverStartsSince(undefined, { count: 1, seconds: 1, shardWaits: none }), 'not measured');
     assert.equal(
       serverStartsSince(
